@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <openssl/ec.h>
+#include <openssl/evp.h>
+
+#include "error.h"
+#include "tpm.h"
+#include "util.h"
+
+static void assert_marshals_to(const TPM2B_PUBLIC *pub, const char *hex) {
+        uint8_t buf[sizeof(TPMT_PUBLIC)];
+        size_t off = 0;
+        _cleanup_free_ char *got = NULL;
+
+        assert_int_equal(Tss2_MU_TPMT_PUBLIC_Marshal(&pub->publicArea, buf, sizeof buf, &off), TSS2_RC_SUCCESS);
+        assert_int_equal(tg_hex_encode(buf, off, &got), 0);
+        assert_string_equal(got, hex);
+}
+
+/* Design §3: the kernel's NULL primary = TCG SRK ECC "H" template, byte for byte. */
+static void test_srk_template_bytes(void **state) {
+        TPM2B_PUBLIC t;
+        tg_template_srk_ecc(&t);
+        assert_marshals_to(&t,
+                "0023" "000b" "00030472" "0000"   /* ECC, SHA-256, attributes, empty policy */
+                "0006" "0080" "0043"              /* AES-128-CFB */
+                "0010" "0003" "0010"              /* scheme NULL, P-256, kdf NULL */
+                "0000" "0000");                   /* empty unique */
+        assert_true(tg_public_is_srk_ecc(&t.publicArea));
+}
+
+static void test_ek_signing_template_bytes(void **state) {
+        TPM2B_PUBLIC t;
+        tg_template_ek_signing_key(&t);
+        assert_marshals_to(&t,
+                "0023" "000b" "00050472" "0000"
+                "0010"                            /* symmetric NULL */
+                "0018" "000b"                     /* ECDSA-SHA256 */
+                "0003" "0010"
+                "0000" "0000");
+        assert_false(tg_public_is_srk_ecc(&t.publicArea));
+}
+
+static void test_name_of_template(void **state) {
+        TPM2B_PUBLIC t;
+        TPM2B_NAME name;
+        _cleanup_free_ char *hex = NULL;
+        uint8_t buf[sizeof(TPMT_PUBLIC)], digest[32];
+        size_t off = 0;
+        unsigned dlen = 0;
+
+        tg_template_srk_ecc(&t);
+        assert_int_equal(tg_public_name(&t.publicArea, &name), 0);
+        assert_int_equal(name.size, 34);
+        assert_int_equal(name.name[0], 0x00);
+        assert_int_equal(name.name[1], 0x0b);
+
+        /* Independently: SHA-256 over the marshalled area. */
+        assert_int_equal(Tss2_MU_TPMT_PUBLIC_Marshal(&t.publicArea, buf, sizeof buf, &off), TSS2_RC_SUCCESS);
+        assert_int_equal(EVP_Digest(buf, off, digest, &dlen, EVP_sha256(), NULL), 1);
+        assert_memory_equal(name.name + 2, digest, 32);
+
+        t.publicArea.nameAlg = TPM2_ALG_SHA1;
+        assert_int_equal(tg_public_name(&t.publicArea, &name), -TG_ERR_INVALID);
+}
+
+static void test_qualified_name(void **state) {
+        TPM2B_NAME name = { .size = 34 }, qn;
+        uint8_t in[4 + 34], digest[32];
+        unsigned dlen = 0;
+
+        for (int i = 0; i < 34; i++)
+                name.name[i] = (uint8_t) i;
+        assert_int_equal(tg_primary_qualified_name(TPM2_RH_ENDORSEMENT, &name, &qn), 0);
+        in[0] = 0x40; in[1] = 0x00; in[2] = 0x00; in[3] = 0x0b;
+        memcpy(in + 4, name.name, 34);
+        assert_int_equal(EVP_Digest(in, sizeof in, digest, &dlen, EVP_sha256(), NULL), 1);
+        assert_int_equal(qn.size, 34);
+        assert_memory_equal(qn.name + 2, digest, 32);
+}
+
+static void test_public_roundtrip_exact(void **state) {
+        TPM2B_PUBLIC t, back;
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size;
+
+        tg_template_ek_signing_key(&t);
+        assert_int_equal(tg_tpm2b_public_marshal(&t, &buf, &size), 0);
+        assert_int_equal(tg_tpm2b_public_unmarshal_exact(buf, size, &back), 0);
+        assert_int_equal(back.publicArea.objectAttributes, t.publicArea.objectAttributes);
+        /* truncated and trailing bytes both fail */
+        assert_int_equal(tg_tpm2b_public_unmarshal_exact(buf, size - 1, &back), -TG_ERR_INVALID);
+        buf = realloc(buf, size + 1);
+        buf[size] = 0;
+        assert_int_equal(tg_tpm2b_public_unmarshal_exact(buf, size + 1, &back), -TG_ERR_INVALID);
+}
+
+static void test_public_to_evp_ecc(void **state) {
+        _cleanup_(EVP_PKEY_freep) EVP_PKEY *key = EVP_EC_gen("P-256"), *other = EVP_EC_gen("P-256"), *conv = NULL;
+        TPM2B_PUBLIC t;
+        uint8_t point[65];
+        size_t plen = 0;
+
+        assert_non_null(key);
+        assert_int_equal(EVP_PKEY_get_octet_string_param(key, "encoded-pub-key", point, sizeof point, &plen), 1);
+        assert_int_equal(plen, 65);
+        tg_template_ek_signing_key(&t);
+        t.publicArea.unique.ecc.x.size = 32;
+        memcpy(t.publicArea.unique.ecc.x.buffer, point + 1, 32);
+        t.publicArea.unique.ecc.y.size = 32;
+        memcpy(t.publicArea.unique.ecc.y.buffer, point + 33, 32);
+        assert_int_equal(tg_public_to_evp(&t.publicArea, &conv), 0);
+        assert_true(tg_public_equals_evp(&t.publicArea, key));
+        assert_false(tg_public_equals_evp(&t.publicArea, other));
+
+        /* y flipped: a point not on the curve is refused, not compared */
+        t.publicArea.unique.ecc.y.buffer[5] ^= 1;
+        assert_false(tg_public_equals_evp(&t.publicArea, key));
+        t.publicArea.unique.ecc.y.size = 31;
+        assert_int_equal(tg_public_to_evp(&t.publicArea, &conv), -TG_ERR_INVALID);
+}
+
+static void test_hex(void **state) {
+        _cleanup_free_ uint8_t *b = NULL;
+        size_t n;
+        assert_int_equal(tg_hex_decode("00ff10Ab", 8, &b, &n), 0);
+        assert_int_equal(n, 4);
+        assert_int_equal(b[1], 0xff);
+        assert_int_equal(b[3], 0xab);
+        free(b);
+        b = NULL;
+        assert_int_equal(tg_hex_decode("0", 1, &b, &n), -TG_ERR_INVALID);
+        assert_int_equal(tg_hex_decode("0g", 2, &b, &n), -TG_ERR_INVALID);
+        assert_int_equal(tg_hex_decode("0 ", 2, &b, &n), -TG_ERR_INVALID);
+}
+
+int main(void) {
+        const struct CMUnitTest tests[] = {
+                cmocka_unit_test(test_srk_template_bytes),
+                cmocka_unit_test(test_ek_signing_template_bytes),
+                cmocka_unit_test(test_name_of_template),
+                cmocka_unit_test(test_qualified_name),
+                cmocka_unit_test(test_public_roundtrip_exact),
+                cmocka_unit_test(test_public_to_evp_ecc),
+                cmocka_unit_test(test_hex),
+        };
+        return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <ctype.h>
+#include <errno.h>
+#include <tss2/tss2_tpm2_types.h>
+
+#include "config.h"
+#include "error.h"
+#include "log.h"
+#include "tpmguard-config.h"
+
+#define TG_DEFAULT_TCTI "device:/dev/tpmrm0"
+#define TG_DEFAULT_CACHE_DIR "/run/tpmguard"
+#define TG_MAX_CONFIG_SIZE (64 * 1024)
+
+void tg_config_free(tg_config *c) {
+        if (!c)
+                return;
+        free(c->path);
+        free(c->tcti);
+        free(c->state_dir);
+        free(c->null_name_path);
+        free(c->ek_ca);
+        free(c->cache_dir);
+        free(c);
+}
+
+const char *tg_null_name_policy_to_string(tg_null_name_policy p) {
+        return p == TG_NULL_NAME_REQUIRED ? "required" : "if-available";
+}
+
+static const struct {
+        const char *name;
+        uint16_t alg;
+} pcr_banks[] = {
+        { "sha1", TPM2_ALG_SHA1 },
+        { "sha256", TPM2_ALG_SHA256 },
+        { "sha384", TPM2_ALG_SHA384 },
+        { "sha512", TPM2_ALG_SHA512 },
+};
+
+int tg_pcr_bank_from_string(const char *s, uint16_t *ret) {
+        for (size_t i = 0; i < ELEMENTSOF(pcr_banks); i++)
+                if (strcmp(s, pcr_banks[i].name) == 0) {
+                        *ret = pcr_banks[i].alg;
+                        return 0;
+                }
+        return -TG_ERR_INVALID;
+}
+
+const char *tg_pcr_bank_to_string(uint16_t alg) {
+        for (size_t i = 0; i < ELEMENTSOF(pcr_banks); i++)
+                if (pcr_banks[i].alg == alg)
+                        return pcr_banks[i].name;
+        return NULL;
+}
+
+int tg_pcr_list_parse(const char *s, uint32_t *ret_mask) {
+        uint32_t mask = 0;
+        const char *p = s;
+
+        if (*p == '\0') {
+                *ret_mask = 0;
+                return 0;
+        }
+        for (;;) {
+                char *end;
+                unsigned long n;
+
+                if (!isdigit((unsigned char) *p))
+                        return -TG_ERR_INVALID;
+                errno = 0;
+                n = strtoul(p, &end, 10);
+                if (errno != 0 || n > 23 || end == p)
+                        return -TG_ERR_INVALID;
+                mask |= UINT32_C(1) << n;
+                p = end;
+                if (*p == '\0')
+                        break;
+                if (*p != ',' && *p != '+')
+                        return -TG_ERR_INVALID;
+                p++;
+        }
+        *ret_mask = mask;
+        return 0;
+}
+
+void tg_pcr_list_format(uint32_t mask, char *buf, size_t size) {
+        size_t off = 0;
+
+        if (size == 0)
+                return;
+        buf[0] = '\0';
+        for (unsigned i = 0; i < 24 && off < size; i++)
+                if (mask & (UINT32_C(1) << i)) {
+                        int n = snprintf(buf + off, size - off, "%s%u", off ? "," : "", i);
+                        if (n < 0)
+                                return;
+                        off += (size_t) n;
+                }
+}
+
+static char *strip(char *s) {
+        char *e;
+
+        while (isspace((unsigned char) *s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char) e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+static int set_string(char **field, const char *value) {
+        char *copy = strdup(value);
+        if (!copy)
+                return -TG_ERR_NOMEM;
+        free(*field);
+        *field = copy;
+        return 0;
+}
+
+static int config_defaults(tg_config **ret) {
+        _cleanup_config_ tg_config *c = calloc(1, sizeof *c);
+
+        if (!c)
+                return -TG_ERR_NOMEM;
+        c->tcti = strdup(TG_DEFAULT_TCTI);
+        c->state_dir = strdup(TPMGUARD_STATE_DIR);
+        c->cache_dir = strdup(TG_DEFAULT_CACHE_DIR);
+        if (!c->tcti || !c->state_dir || !c->cache_dir)
+                return -TG_ERR_NOMEM;
+        c->kernel_null_name = TG_NULL_NAME_REQUIRED;
+        c->pcr_bank = TPM2_ALG_SHA256;
+        c->pcr_mask = UINT32_C(1) << 7;
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+static int config_set(tg_config *c, const char *origin, unsigned line, const char *key, const char *value) {
+        if (strcmp(key, "tcti") == 0)
+                return set_string(&c->tcti, value);
+        if (strcmp(key, "state_dir") == 0)
+                return set_string(&c->state_dir, value);
+        if (strcmp(key, "null_name_path") == 0)
+                return set_string(&c->null_name_path, value);
+        if (strcmp(key, "ek_ca") == 0)
+                return set_string(&c->ek_ca, value);
+        if (strcmp(key, "cache_dir") == 0)
+                return set_string(&c->cache_dir, value);
+        if (strcmp(key, "kernel_null_name") == 0) {
+                if (strcmp(value, "required") == 0)
+                        c->kernel_null_name = TG_NULL_NAME_REQUIRED;
+                else if (strcmp(value, "if-available") == 0)
+                        c->kernel_null_name = TG_NULL_NAME_IF_AVAILABLE;
+                else
+                        return log_error_rc(-TG_ERR_CONFIG,
+                                            "%s:%u: kernel_null_name must be \"required\" or \"if-available\", not \"%s\".",
+                                            origin, line, value);
+                return 0;
+        }
+        if (strcmp(key, "pcr_bank") == 0) {
+                if (tg_pcr_bank_from_string(value, &c->pcr_bank) < 0)
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: unknown pcr_bank \"%s\" (sha1, sha256, sha384, sha512).",
+                                            origin, line, value);
+                return 0;
+        }
+        if (strcmp(key, "pcrs") == 0) {
+                if (tg_pcr_list_parse(value, &c->pcr_mask) < 0)
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: pcrs must be a list like \"7\" or \"7,11\" (0..23), not \"%s\".",
+                                            origin, line, value);
+                return 0;
+        }
+        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: unknown setting \"%s\".", origin, line, key);
+}
+
+int tg_config_parse(const char *text, const char *origin, tg_config **ret) {
+        _cleanup_config_ tg_config *c = NULL;
+        _cleanup_free_ char *copy = strdup(text);
+        char *saveptr = NULL, *l;
+        unsigned line = 0;
+        int r;
+
+        if (!copy)
+                return -TG_ERR_NOMEM;
+        r = config_defaults(&c);
+        if (r < 0)
+                return r;
+        r = set_string(&c->path, origin);
+        if (r < 0)
+                return r;
+
+        /* strtok_r would skip empty lines and so miscount; walk by hand. */
+        for (l = copy; l; ) {
+                char *next = strchr(l, '\n'), *eq, *key, *value;
+
+                if (next)
+                        *next++ = '\0';
+                line++;
+                saveptr = strchr(l, '#');
+                if (saveptr)
+                        *saveptr = '\0';
+                l = strip(l);
+                if (*l == '\0') {
+                        l = next;
+                        continue;
+                }
+                eq = strchr(l, '=');
+                if (!eq)
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: expected \"key = value\".", origin, line);
+                *eq = '\0';
+                key = strip(l);
+                value = strip(eq + 1);
+                if (*key == '\0' || *value == '\0')
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: empty key or value.", origin, line);
+                r = config_set(c, origin, line, key, value);
+                if (r < 0)
+                        return r;
+                l = next;
+        }
+
+        *ret = TAKE_PTR(c);
+        return 0;
+}
+
+int tg_config_load(const char *path, tg_config **ret) {
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t n;
+
+        if (!path)
+                path = secure_getenv("TPMGUARD_CONFIG");
+        if (!path || *path == '\0')
+                path = TPMGUARD_CONFIG_PATH;
+
+        f = fopen(path, "re");
+        if (!f) {
+                if (errno != ENOENT)
+                        return log_error_rc(-TG_ERR_CONFIG, "Cannot read %s: %m", path);
+                log_debug("%s does not exist, using defaults.", path);
+                return tg_config_parse("", path, ret);
+        }
+
+        text = malloc(TG_MAX_CONFIG_SIZE + 1);
+        if (!text)
+                return -TG_ERR_NOMEM;
+        n = fread(text, 1, TG_MAX_CONFIG_SIZE + 1, f);
+        if (ferror(f))
+                return log_error_rc(-TG_ERR_CONFIG, "Cannot read %s.", path);
+        if (n > TG_MAX_CONFIG_SIZE)
+                return log_error_rc(-TG_ERR_CONFIG, "%s is larger than %d bytes.", path, TG_MAX_CONFIG_SIZE);
+        if (memchr(text, '\0', n))
+                return log_error_rc(-TG_ERR_CONFIG, "%s contains a NUL byte.", path);
+        text[n] = '\0';
+        return tg_config_parse(text, path, ret);
+}

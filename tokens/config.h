@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdint.h>
+
+#include "macro.h"
+
+/*
+ * /etc/tpmguard/tpmguard.conf: the only place security policy comes from.
+ * The LUKS2 token never overrides anything here (design §4).
+ */
+typedef enum tg_null_name_policy {
+        TG_NULL_NAME_REQUIRED,     /* no null_name → refuse: boot-time reset attacks must be detectable */
+        TG_NULL_NAME_IF_AVAILABLE, /* no null_name → certify a fresh NULL key; reset attacks undetectable */
+} tg_null_name_policy;
+
+typedef struct tg_config {
+        char *path;            /* the file this was read from (or would have been) */
+        char *tcti;            /* TCTI configuration; default device:/dev/tpmrm0 */
+        char *state_dir;       /* where the pinned EK signing key lives */
+        char *null_name_path;  /* kernel null_name file; NULL → sysfs of tpm0 via libsystemd */
+        char *ek_ca;           /* manufacturer CA store: a PEM file or a directory of them */
+        char *cache_dir;       /* per-boot verification cache; default /run/tpmguard */
+        tg_null_name_policy kernel_null_name;
+        uint16_t pcr_bank;     /* TPM2_ALG_SHA256 by default */
+        uint32_t pcr_mask;     /* bit N = PCR N; PCR 7 by default */
+} tg_config;
+
+/*
+ * Loads the configuration from path, or when path is NULL from
+ * $TPMGUARD_CONFIG (honoured only without elevated privileges' secure-exec),
+ * or else from the compiled-in /etc/tpmguard/tpmguard.conf. A missing file
+ * gives the defaults; a malformed one is an error naming the line.
+ */
+int tg_config_load(const char *path, tg_config **ret);
+/* Parses configuration text; origin names the source in messages. */
+int tg_config_parse(const char *text, const char *origin, tg_config **ret);
+void tg_config_free(tg_config *c);
+DEFINE_TRIVIAL_CLEANUP_FUNC(tg_config *, tg_config_free);
+#define _cleanup_config_ _cleanup_(tg_config_freep)
+
+const char *tg_null_name_policy_to_string(tg_null_name_policy p);
+/* Parses "7,11,14" or "7+11" into a bit mask (PCRs 0..23). */
+int tg_pcr_list_parse(const char *s, uint32_t *ret_mask);
+/* Formats a mask as "7,11" into buf. */
+void tg_pcr_list_format(uint32_t mask, char *buf, size_t size);
+/* "sha256" ↔ TPM2_ALG_SHA256 (sha1, sha256, sha384, sha512). */
+int tg_pcr_bank_from_string(const char *s, uint16_t *ret);
+const char *tg_pcr_bank_to_string(uint16_t alg);

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <stdarg.h>
+#include <stdio.h>
+#include <systemd/sd-journal.h>
+
+#include "log.h"
+
+/* 7c1b2e0a-6f3d-4c1e-9a57-3b8f1d2c4e90: a TPM verification failed */
+#define TPMGUARD_ALERT_MESSAGE_ID "7c1b2e0a6f3d4c1e9a573b8f1d2c4e90"
+
+static tg_log_sink_t log_sink;
+static void *log_sink_userdata;
+static int log_max_level = LOG_INFO;
+
+void tg_log_set_sink(tg_log_sink_t sink, void *userdata) {
+        log_sink = sink;
+        log_sink_userdata = userdata;
+}
+
+void tg_log_set_max_level(int level) {
+        log_max_level = level;
+}
+
+int tg_log_get_max_level(void) {
+        return log_max_level;
+}
+
+static void log_dispatch(int level, const char *func, const char *message) {
+        if (log_sink) {
+                log_sink(level, message, log_sink_userdata);
+                return;
+        }
+        if (log_max_level >= LOG_DEBUG)
+                fprintf(stderr, "tpmguard: %s: %s\n", func, message);
+        else
+                fprintf(stderr, "tpmguard: %s\n", message);
+}
+
+int tg_log_internal(int level, int rc, const char *func, const char *format, ...) {
+        char buf[1024];
+        va_list ap;
+
+        if (level > log_max_level)
+                return rc;
+
+        va_start(ap, format);
+        vsnprintf(buf, sizeof buf, format, ap);
+        va_end(ap);
+        log_dispatch(level, func, buf);
+        return rc;
+}
+
+int tg_log_alert_internal(int rc, const char *func, const char *format, ...) {
+        char buf[1024];
+        va_list ap;
+
+        va_start(ap, format);
+        vsnprintf(buf, sizeof buf, format, ap);
+        va_end(ap);
+
+        log_dispatch(LOG_ALERT, func, buf);
+        /* Best effort: in an initrd without journald this simply fails. */
+        (void) sd_journal_send("MESSAGE=tpmguard: %s", buf,
+                               "MESSAGE_ID=" TPMGUARD_ALERT_MESSAGE_ID,
+                               "PRIORITY=%i", LOG_ALERT,
+                               "SYSLOG_IDENTIFIER=tpmguard",
+                               NULL);
+        return rc;
+}

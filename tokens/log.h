@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <syslog.h>
+
+#include "macro.h"
+
+/*
+ * Logging. The CLI logs to stderr; the plugin installs a sink that forwards
+ * to libcryptsetup's log. Security alerts (interposer, reset) additionally go
+ * to the journal with a stable MESSAGE_ID so an administrator sees them even
+ * when the unlock happened in an initrd with nobody watching the console.
+ *
+ * Nothing secret is ever passed to these functions: no PIN, no unsealed
+ * data, no session key.
+ */
+typedef void (*tg_log_sink_t)(int level, const char *message, void *userdata);
+
+void tg_log_set_sink(tg_log_sink_t sink, void *userdata);
+void tg_log_set_max_level(int level);
+int tg_log_get_max_level(void);
+
+/* Returns rc, so that "return log_error_rc(r, ...)" logs and fails in one expression. */
+int tg_log_internal(int level, int rc, const char *func, const char *format, ...) _printf_(4, 5);
+/* An alert: logged like LOG_ALERT and also sent to the journal, whatever the sink. */
+int tg_log_alert_internal(int rc, const char *func, const char *format, ...) _printf_(3, 4);
+
+#define log_debug(...)          tg_log_internal(LOG_DEBUG, 0, __func__, __VA_ARGS__)
+#define log_info(...)           tg_log_internal(LOG_INFO, 0, __func__, __VA_ARGS__)
+#define log_notice(...)         tg_log_internal(LOG_NOTICE, 0, __func__, __VA_ARGS__)
+#define log_warning(...)        tg_log_internal(LOG_WARNING, 0, __func__, __VA_ARGS__)
+#define log_error(...)          tg_log_internal(LOG_ERR, 0, __func__, __VA_ARGS__)
+#define log_debug_rc(rc, ...)   tg_log_internal(LOG_DEBUG, (rc), __func__, __VA_ARGS__)
+#define log_warning_rc(rc, ...) tg_log_internal(LOG_WARNING, (rc), __func__, __VA_ARGS__)
+#define log_error_rc(rc, ...)   tg_log_internal(LOG_ERR, (rc), __func__, __VA_ARGS__)
+#define log_alert_rc(rc, ...)   tg_log_alert_internal((rc), __func__, __VA_ARGS__)

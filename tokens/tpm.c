@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
+#include <tss2/tss2_rc.h>
+#include <tss2/tss2_tctildr.h>
+
+#include "error.h"
+#include "log.h"
+#include "tpm.h"
+
+int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
+        _cleanup_free_ tg_tpm *t = NULL;
+        TSS2_RC rc;
+
+        t = calloc(1, sizeof *t);
+        if (!t)
+                return -TG_ERR_NOMEM;
+
+        rc = Tss2_TctiLdr_Initialize(tcti_conf, &t->tcti);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
+                                    "No TPM answers on \"%s\" (%s). Is the TPM present and its driver loaded? "
+                                    "Check the tcti setting in tpmguard.conf.",
+                                    tcti_conf ? tcti_conf : "(default)", Tss2_RC_Decode(rc));
+
+        rc = Esys_Initialize(&t->esys, t->tcti, NULL);
+        if (rc != TSS2_RC_SUCCESS) {
+                Tss2_TctiLdr_Finalize(&t->tcti);
+                return tg_tpm_rc(rc, "Esys_Initialize");
+        }
+
+        *ret = TAKE_PTR(t);
+        return 0;
+}
+
+void tg_tpm_free(tg_tpm *t) {
+        if (!t)
+                return;
+        if (t->esys)
+                Esys_Finalize(&t->esys);
+        if (t->tcti)
+                Tss2_TctiLdr_Finalize(&t->tcti);
+        free(t);
+}
+
+TSS2_RC tg_tpm_rc_base(TSS2_RC rc) {
+        if ((rc & TSS2_RC_LAYER_MASK) != TSS2_TPM_RC_LAYER)
+                return rc;
+        if (rc & TPM2_RC_FMT1)
+                return rc & (TPM2_RC_FMT1 | 0x3F);
+        return rc & 0xFFF;
+}
+
+int tg_tpm_rc(TSS2_RC rc, const char *operation) {
+        TSS2_RC layer = rc & TSS2_RC_LAYER_MASK, base = tg_tpm_rc_base(rc);
+        const char *decoded = Tss2_RC_Decode(rc);
+
+        if (rc == TSS2_RC_SUCCESS)
+                return 0;
+
+        if (layer == TSS2_TCTI_RC_LAYER ||
+            (layer == TSS2_SYS_RC_LAYER && (rc & 0xFFFF) == TSS2_BASE_RC_IO_ERROR) ||
+            (rc & ~TSS2_RC_LAYER_MASK) == TSS2_BASE_RC_NO_CONNECTION)
+                return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
+                                    "%s: the TPM transport failed (%s). Is the TPM present?", operation, decoded);
+
+        if (rc == TSS2_ESYS_RC_RSP_AUTH_FAILED || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE)
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "%s: the TPM's response failed its integrity check (%s). "
+                                    "An interposer on the TPM bus is suspected.", operation, decoded);
+
+        if (base == TPM2_RC_LOCKOUT)
+                return log_error_rc(-TG_ERR_LOCKOUT,
+                                    "%s: the TPM is in dictionary-attack lockout. Wait for the lockout to expire "
+                                    "(see 'tpmguard status') or use the recovery passphrase.", operation);
+
+        if (base == TPM2_RC_RETRY || base == TPM2_RC_YIELDED || base == TPM2_RC_TESTING ||
+            base == TPM2_RC_NV_RATE || base == TPM2_RC_INITIALIZE)
+                return log_error_rc(-TG_ERR_TPM_UNREACHABLE, "%s: the TPM is not ready (%s).", operation, decoded);
+
+        return log_error_rc(-TG_ERR_TPM, "%s failed: %s", operation, decoded);
+}
+
+void tg_handle_release(tg_handle *h) {
+        if (!h->esys || h->tr == ESYS_TR_NONE)
+                return;
+        if (h->close_only)
+                (void) Esys_TR_Close(h->esys, &h->tr);
+        else {
+                TSS2_RC rc = Esys_FlushContext(h->esys, h->tr);
+                if (rc != TSS2_RC_SUCCESS) {
+                        log_debug("FlushContext failed: %s", Tss2_RC_Decode(rc));
+                        /* Drop ESAPI's metadata even if the TPM did not answer. */
+                        (void) Esys_TR_Close(h->esys, &h->tr);
+                }
+        }
+        h->tr = ESYS_TR_NONE;
+}
+
+void tg_template_srk_ecc(TPM2B_PUBLIC *ret) {
+        *ret = (TPM2B_PUBLIC) {
+                .publicArea = {
+                        .type = TPM2_ALG_ECC,
+                        .nameAlg = TPM2_ALG_SHA256,
+                        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+                                            TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH |
+                                            TPMA_OBJECT_NODA | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_DECRYPT,
+                        .parameters.eccDetail = {
+                                .symmetric = {
+                                        .algorithm = TPM2_ALG_AES,
+                                        .keyBits.aes = 128,
+                                        .mode.aes = TPM2_ALG_CFB,
+                                },
+                                .scheme.scheme = TPM2_ALG_NULL,
+                                .curveID = TPM2_ECC_NIST_P256,
+                                .kdf.scheme = TPM2_ALG_NULL,
+                        },
+                },
+        };
+}
+
+void tg_template_ek_signing_key(TPM2B_PUBLIC *ret) {
+        *ret = (TPM2B_PUBLIC) {
+                .publicArea = {
+                        .type = TPM2_ALG_ECC,
+                        .nameAlg = TPM2_ALG_SHA256,
+                        .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+                                            TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH |
+                                            TPMA_OBJECT_NODA | TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_SIGN_ENCRYPT,
+                        .parameters.eccDetail = {
+                                .symmetric.algorithm = TPM2_ALG_NULL,
+                                .scheme = {
+                                        .scheme = TPM2_ALG_ECDSA,
+                                        .details.ecdsa.hashAlg = TPM2_ALG_SHA256,
+                                },
+                                .curveID = TPM2_ECC_NIST_P256,
+                                .kdf.scheme = TPM2_ALG_NULL,
+                        },
+                },
+        };
+}
+
+bool tg_public_is_srk_ecc(const TPMT_PUBLIC *public) {
+        TPM2B_PUBLIC tmpl;
+        const TPMS_ECC_PARMS *a = &public->parameters.eccDetail, *b;
+
+        tg_template_srk_ecc(&tmpl);
+        b = &tmpl.publicArea.parameters.eccDetail;
+        return public->type == tmpl.publicArea.type &&
+               public->nameAlg == tmpl.publicArea.nameAlg &&
+               public->objectAttributes == tmpl.publicArea.objectAttributes &&
+               public->authPolicy.size == 0 &&
+               a->symmetric.algorithm == b->symmetric.algorithm &&
+               a->symmetric.keyBits.aes == b->symmetric.keyBits.aes &&
+               a->symmetric.mode.aes == b->symmetric.mode.aes &&
+               a->scheme.scheme == b->scheme.scheme &&
+               a->curveID == b->curveID &&
+               a->kdf.scheme == b->kdf.scheme;
+}
+
+static int sha256(const void *a, size_t a_size, const void *b, size_t b_size, uint8_t out[32]) {
+        _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
+        unsigned int len = 0;
+
+        if (!md)
+                return -TG_ERR_NOMEM;
+        if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1 ||
+            EVP_DigestUpdate(md, a, a_size) != 1 ||
+            (b_size > 0 && EVP_DigestUpdate(md, b, b_size) != 1) ||
+            EVP_DigestFinal_ex(md, out, &len) != 1 || len != 32)
+                return log_error_rc(-TG_ERR_IO, "SHA-256 failed in OpenSSL.");
+        return 0;
+}
+
+int tg_public_name(const TPMT_PUBLIC *public, TPM2B_NAME *ret) {
+        uint8_t buf[sizeof(TPMT_PUBLIC)];
+        size_t off = 0;
+        TPM2B_NAME name = {};
+        TSS2_RC rc;
+        int r;
+
+        if (public->nameAlg != TPM2_ALG_SHA256)
+                return log_error_rc(-TG_ERR_INVALID, "Object name algorithm 0x%04x is not SHA-256.", public->nameAlg);
+
+        rc = Tss2_MU_TPMT_PUBLIC_Marshal(public, buf, sizeof buf, &off);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "Cannot marshal public area: %s", Tss2_RC_Decode(rc));
+
+        name.name[0] = TPM2_ALG_SHA256 >> 8;
+        name.name[1] = TPM2_ALG_SHA256 & 0xff;
+        r = sha256(buf, off, NULL, 0, name.name + 2);
+        if (r < 0)
+                return r;
+        name.size = 2 + 32;
+        *ret = name;
+        return 0;
+}
+
+int tg_primary_qualified_name(TPM2_HANDLE hierarchy, const TPM2B_NAME *name, TPM2B_NAME *ret) {
+        uint8_t h[4] = { hierarchy >> 24, hierarchy >> 16, hierarchy >> 8, hierarchy };
+        TPM2B_NAME qn = {};
+        int r;
+
+        qn.name[0] = TPM2_ALG_SHA256 >> 8;
+        qn.name[1] = TPM2_ALG_SHA256 & 0xff;
+        r = sha256(h, sizeof h, name->name, name->size, qn.name + 2);
+        if (r < 0)
+                return r;
+        qn.size = 2 + 32;
+        *ret = qn;
+        return 0;
+}
+
+int tg_tpm2b_public_unmarshal_exact(const uint8_t *buf, size_t size, TPM2B_PUBLIC *ret) {
+        TPM2B_PUBLIC pub = {};
+        size_t off = 0;
+        TSS2_RC rc;
+
+        rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(buf, size, &off, &pub);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "Malformed TPM2B_PUBLIC: %s", Tss2_RC_Decode(rc));
+        if (off != size)
+                return log_error_rc(-TG_ERR_INVALID, "TPM2B_PUBLIC followed by %zu trailing bytes.", size - off);
+        *ret = pub;
+        return 0;
+}
+
+int tg_tpm2b_public_marshal(const TPM2B_PUBLIC *pub, uint8_t **ret, size_t *ret_size) {
+        _cleanup_free_ uint8_t *buf = malloc(sizeof(TPM2B_PUBLIC));
+        size_t off = 0;
+        TSS2_RC rc;
+
+        if (!buf)
+                return -TG_ERR_NOMEM;
+        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(pub, buf, sizeof(TPM2B_PUBLIC), &off);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM2B_PUBLIC: %s", Tss2_RC_Decode(rc));
+        *ret = TAKE_PTR(buf);
+        *ret_size = off;
+        return 0;
+}
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(OSSL_PARAM_BLD *, OSSL_PARAM_BLD_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(OSSL_PARAM *, OSSL_PARAM_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BIGNUM *, BN_free);
+
+int tg_public_to_evp(const TPMT_PUBLIC *public, EVP_PKEY **ret) {
+        _cleanup_(OSSL_PARAM_BLD_freep) OSSL_PARAM_BLD *bld = OSSL_PARAM_BLD_new();
+        _cleanup_(OSSL_PARAM_freep) OSSL_PARAM *params = NULL;
+        _cleanup_(EVP_PKEY_CTX_freep) EVP_PKEY_CTX *ctx = NULL;
+        _cleanup_(BN_freep) BIGNUM *n = NULL, *e = NULL;
+        EVP_PKEY *pkey = NULL;
+        uint8_t point[1 + 2 * TPM2_MAX_ECC_KEY_BYTES];
+
+        if (!bld)
+                return -TG_ERR_NOMEM;
+
+        switch (public->type) {
+        case TPM2_ALG_ECC: {
+                const TPMS_ECC_POINT *p = &public->unique.ecc;
+                const char *group;
+                size_t coord;
+
+                switch (public->parameters.eccDetail.curveID) {
+                case TPM2_ECC_NIST_P256: group = "prime256v1"; coord = 32; break;
+                case TPM2_ECC_NIST_P384: group = "secp384r1"; coord = 48; break;
+                default:
+                        return log_error_rc(-TG_ERR_INVALID, "Unsupported ECC curve 0x%04x.",
+                                            public->parameters.eccDetail.curveID);
+                }
+                if (p->x.size != coord || p->y.size != coord)
+                        return log_error_rc(-TG_ERR_INVALID, "ECC point has coordinates of %u/%u bytes, expected %zu.",
+                                            p->x.size, p->y.size, coord);
+                point[0] = 0x04;
+                memcpy(point + 1, p->x.buffer, coord);
+                memcpy(point + 1 + coord, p->y.buffer, coord);
+                if (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) ||
+                    !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, point, 1 + 2 * coord))
+                        return -TG_ERR_NOMEM;
+                ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+                break;
+        }
+        case TPM2_ALG_RSA: {
+                uint32_t exponent = public->parameters.rsaDetail.exponent ?: 65537;
+                const TPM2B_PUBLIC_KEY_RSA *m = &public->unique.rsa;
+
+                if (m->size == 0 || m->size * 8 != public->parameters.rsaDetail.keyBits)
+                        return log_error_rc(-TG_ERR_INVALID, "RSA modulus of %u bytes does not match %u key bits.",
+                                            m->size, public->parameters.rsaDetail.keyBits);
+                n = BN_bin2bn(m->buffer, m->size, NULL);
+                e = BN_new();
+                if (!n || !e || !BN_set_word(e, exponent) ||
+                    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, n) ||
+                    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, e))
+                        return -TG_ERR_NOMEM;
+                ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL);
+                break;
+        }
+        default:
+                return log_error_rc(-TG_ERR_INVALID, "Unsupported key type 0x%04x.", public->type);
+        }
+
+        params = OSSL_PARAM_BLD_to_param(bld);
+        if (!ctx || !params)
+                return -TG_ERR_NOMEM;
+        if (EVP_PKEY_fromdata_init(ctx) != 1 ||
+            EVP_PKEY_fromdata(ctx, &pkey, EVP_PKEY_PUBLIC_KEY, params) != 1)
+                return log_error_rc(-TG_ERR_INVALID, "OpenSSL rejected the TPM public key (not on its curve?).");
+        *ret = pkey;
+        return 0;
+}
+
+bool tg_public_equals_evp(const TPMT_PUBLIC *public, EVP_PKEY *pkey) {
+        _cleanup_(EVP_PKEY_freep) EVP_PKEY *mine = NULL;
+
+        if (tg_public_to_evp(public, &mine) < 0)
+                return false;
+        return EVP_PKEY_eq(mine, pkey) == 1;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <tss2/tss2_esys.h>
+#include <tss2/tss2_mu.h>
+#include <openssl/evp.h>
+
+#include "macro.h"
+
+/* A TPM reached through a TCTI configuration string ("device:/dev/tpmrm0", "swtpm:path=..."). */
+typedef struct tg_tpm {
+        ESYS_CONTEXT *esys;
+        TSS2_TCTI_CONTEXT *tcti;
+} tg_tpm;
+
+int tg_tpm_open(const char *tcti_conf, tg_tpm **ret);
+void tg_tpm_free(tg_tpm *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(tg_tpm *, tg_tpm_free);
+#define _cleanup_tpm_ _cleanup_(tg_tpm_freep)
+
+/*
+ * Maps a TSS2 return code onto the tpmguard error space and logs it with the
+ * operation that failed. Transport errors become TG_ERR_TPM_UNREACHABLE, a
+ * failed response HMAC becomes TG_ERR_INTERPOSER, lockout TG_ERR_LOCKOUT.
+ */
+int tg_tpm_rc(TSS2_RC rc, const char *operation);
+/* The TPM_RC format-one/zero code with session/parameter/handle bits removed. */
+TSS2_RC tg_tpm_rc_base(TSS2_RC rc);
+
+/*
+ * An ESYS_TR that is flushed (transient objects, sessions) or closed
+ * (persistent objects, NV indices) when it goes out of scope, on every path.
+ */
+typedef struct tg_handle {
+        ESYS_CONTEXT *esys;
+        ESYS_TR tr;
+        bool close_only; /* persistent/NV: Esys_TR_Close instead of FlushContext */
+} tg_handle;
+#define TG_HANDLE_NULL ((tg_handle) { .esys = NULL, .tr = ESYS_TR_NONE, .close_only = false })
+void tg_handle_release(tg_handle *h);
+#define _cleanup_handle_ _cleanup_(tg_handle_release)
+
+/* Templates (design §3). */
+/* TCG Provisioning Guidance SRK ECC "H" template: the kernel's NULL primary, and the owner SRK. */
+void tg_template_srk_ecc(TPM2B_PUBLIC *ret);
+/* The EK signing key: ECC P-256 restricted signing, ECDSA-SHA256, in the endorsement hierarchy. */
+void tg_template_ek_signing_key(TPM2B_PUBLIC *ret);
+
+/* Name of an object: nameAlg ‖ H_nameAlg(marshalled TPMT_PUBLIC). Only SHA-256 is accepted. */
+int tg_public_name(const TPMT_PUBLIC *public, TPM2B_NAME *ret);
+/* Qualified name of a primary object in hierarchy: 0x000b ‖ SHA-256(hierarchy ‖ name). */
+int tg_primary_qualified_name(TPM2_HANDLE hierarchy, const TPM2B_NAME *name, TPM2B_NAME *ret);
+/* True when the public area has exactly the SRK ECC template's fields (unique ignored). */
+bool tg_public_is_srk_ecc(const TPMT_PUBLIC *public);
+
+/* Marshalling helpers: exact-consumption unmarshal of a TPM2B_PUBLIC / TPMT_PUBLIC. */
+int tg_tpm2b_public_unmarshal_exact(const uint8_t *buf, size_t size, TPM2B_PUBLIC *ret);
+int tg_tpm2b_public_marshal(const TPM2B_PUBLIC *pub, uint8_t **ret, size_t *ret_size);
+
+/* An OpenSSL public key for an ECC (P-256, P-384) or RSA TPM public area. */
+int tg_public_to_evp(const TPMT_PUBLIC *public, EVP_PKEY **ret);
+/* True when the OpenSSL key and the TPM public area are the same public key. */
+bool tg_public_equals_evp(const TPMT_PUBLIC *public, EVP_PKEY *pkey);
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY *, EVP_PKEY_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_MD_CTX *, EVP_MD_CTX_free);
+DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_PKEY_CTX *, EVP_PKEY_CTX_free);

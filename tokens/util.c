@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "log.h"
+#include "macro.h"
+#include "util.h"
+
+int tg_hex_encode(const uint8_t *data, size_t size, char **ret) {
+        static const char digits[] = "0123456789abcdef";
+        char *s = malloc(size * 2 + 1);
+
+        if (!s)
+                return -TG_ERR_NOMEM;
+        for (size_t i = 0; i < size; i++) {
+                s[2 * i] = digits[data[i] >> 4];
+                s[2 * i + 1] = digits[data[i] & 0xf];
+        }
+        s[size * 2] = '\0';
+        *ret = s;
+        return 0;
+}
+
+static int unhex_digit(char c) {
+        if (c >= '0' && c <= '9')
+                return c - '0';
+        if (c >= 'a' && c <= 'f')
+                return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F')
+                return c - 'A' + 10;
+        return -1;
+}
+
+int tg_hex_decode(const char *hex, size_t hex_len, uint8_t **ret, size_t *ret_size) {
+        _cleanup_free_ uint8_t *buf = NULL;
+
+        if (hex_len % 2 != 0)
+                return -TG_ERR_INVALID;
+        buf = malloc(hex_len / 2 + 1);
+        if (!buf)
+                return -TG_ERR_NOMEM;
+        for (size_t i = 0; i < hex_len / 2; i++) {
+                int hi = unhex_digit(hex[2 * i]), lo = unhex_digit(hex[2 * i + 1]);
+                if (hi < 0 || lo < 0)
+                        return -TG_ERR_INVALID;
+                buf[i] = (uint8_t) (hi << 4 | lo);
+        }
+        *ret = TAKE_PTR(buf);
+        *ret_size = hex_len / 2;
+        return 0;
+}
+
+int tg_read_file(const char *path, size_t max_size, uint8_t **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ uint8_t *buf = NULL;
+        struct stat st;
+        size_t size = 0;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO;
+        if (fstat(fd, &st) < 0)
+                return -TG_ERR_IO;
+        if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
+                return -TG_ERR_INVALID;
+        buf = malloc(max_size + 1);
+        if (!buf)
+                return -TG_ERR_NOMEM;
+        /* Read up to one byte past the limit to detect oversized files (sysfs reports size 4096). */
+        while (size <= max_size) {
+                ssize_t n = read(fd, buf + size, max_size + 1 - size);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -TG_ERR_IO;
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+        if (size > max_size)
+                return -TG_ERR_INVALID;
+        buf[size] = 0;
+        *ret = TAKE_PTR(buf);
+        *ret_size = size;
+        return 0;
+}
+
+int tg_write_file_atomic(const char *path, const void *data, size_t size, unsigned mode) {
+        _cleanup_free_ char *tmp = NULL, *dircopy = NULL;
+        _cleanup_close_ int fd = -1, dfd = -1;
+        const uint8_t *p = data;
+        size_t left = size;
+
+        if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0) {
+                tmp = NULL;
+                return -TG_ERR_NOMEM;
+        }
+        fd = mkostemp(tmp, O_CLOEXEC);
+        if (fd < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot create %s: %m", tmp);
+        if (fchmod(fd, mode) < 0)
+                goto fail;
+        while (left > 0) {
+                ssize_t n = write(fd, p, left);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        goto fail;
+                }
+                p += n;
+                left -= (size_t) n;
+        }
+        if (fsync(fd) < 0)
+                goto fail;
+        if (rename(tmp, path) < 0)
+                goto fail;
+
+        dircopy = strdup(path);
+        if (dircopy) {
+                dfd = open(dirname(dircopy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (dfd >= 0)
+                        (void) fsync(dfd);
+        }
+        return 0;
+
+fail:
+        log_error("Cannot write %s: %m", path);
+        (void) unlink(tmp);
+        return -TG_ERR_IO;
+}

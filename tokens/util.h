@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Lowercase hex of size bytes; returns a malloc'ed string. */
+int tg_hex_encode(const uint8_t *data, size_t size, char **ret);
+/* Strict hex decoding: even length, [0-9a-fA-F] only, no whitespace. */
+int tg_hex_decode(const char *hex, size_t hex_len, uint8_t **ret, size_t *ret_size);
+/* Reads a whole regular file of at most max_size bytes. */
+int tg_read_file(const char *path, size_t max_size, uint8_t **ret, size_t *ret_size);
+/* Writes data to path atomically: temporary file in the same directory, fsync, rename, fsync dir. */
+int tg_write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
