@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <stdarg.h>
 #include <sys/stat.h>
 
 #include "error.h"
@@ -95,10 +96,8 @@ int tg_write_file_atomic(const char *path, const void *data, size_t size, unsign
         const uint8_t *p = data;
         size_t left = size;
 
-        if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0) {
-                tmp = NULL;
+        if (tg_asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
                 return -TG_ERR_NOMEM;
-        }
         fd = mkostemp(tmp, O_CLOEXEC);
         if (fd < 0)
                 return log_error_rc(-TG_ERR_IO, "Cannot create %s: %m", tmp);
@@ -131,4 +130,18 @@ fail:
         log_error("Cannot write %s: %m", path);
         (void) unlink(tmp);
         return -TG_ERR_IO;
+}
+
+int tg_asprintf(char **ret, const char *format, ...) {
+        va_list ap;
+        int n;
+
+        va_start(ap, format);
+        n = vasprintf(ret, format, ap);
+        va_end(ap);
+        if (n < 0) {
+                *ret = NULL;
+                return -TG_ERR_NOMEM;
+        }
+        return 0;
 }

@@ -12,3 +12,5 @@ int tg_hex_decode(const char *hex, size_t hex_len, uint8_t **ret, size_t *ret_si
 int tg_read_file(const char *path, size_t max_size, uint8_t **ret, size_t *ret_size);
 /* Writes data to path atomically: temporary file in the same directory, fsync, rename, fsync dir. */
 int tg_write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
+/* asprintf that leaves *ret NULL on failure and returns 0 or -TG_ERR_NOMEM. */
+int tg_asprintf(char **ret, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -1,0 +1,106 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Shell test library for the integration tier: TAP output, one fresh swtpm
+# per test case (tests/fixture/swtpm-fixture), clean teardown on every path.
+#
+# Environment (set by meson): TPMGUARD (the CLI), TPMGUARD_SRC (source root),
+# TPMGUARD_PLUGIN (the token plugin), TPMGUARD_BUILD (build root).
+
+set -uo pipefail
+
+: "${TPMGUARD_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+FIXTURE="$TPMGUARD_SRC/tests/fixture/swtpm-fixture"
+
+_tap_n=0
+_tap_failed=0
+_tap_cases=()
+WORK=""
+
+skip_all() {
+        echo "1..0 # SKIP $*"
+        exit 0
+}
+
+require_tools() {
+        local t
+        for t in "$@"; do
+                command -v "$t" >/dev/null 2>&1 || skip_all "$t not installed"
+        done
+}
+
+# Declare a test case: a shell function name and a description.
+test_case() { _tap_cases+=("$1"); }
+
+# A fresh private TPM for the current case, and a config pointing at it.
+tpm_setup() {
+        local variant=${1:-}
+        WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-test.XXXXXX")
+        "$FIXTURE" start "$WORK/tpm" $variant >/dev/null || return 1
+        # shellcheck disable=SC1091
+        . "$WORK/tpm/env"
+        mkdir -p "$WORK/state" "$WORK/run"
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name" || return 1
+        write_config
+}
+
+write_config() {
+        local policy=${1:-required}
+        cat >"$WORK/tpmguard.conf" <<CONF
+tcti = $TPMGUARD_TEST_TCTI
+state_dir = $WORK/state
+null_name_path = $WORK/null_name
+kernel_null_name = $policy
+ek_ca = $TPMGUARD_TEST_CA_BUNDLE
+cache_dir = $WORK/run
+CONF
+        export TPMGUARD_CONFIG="$WORK/tpmguard.conf"
+}
+
+tpm_teardown() {
+        [ -n "$WORK" ] || return 0
+        [ -d "$WORK/tpm" ] && "$FIXTURE" stop "$WORK/tpm" >/dev/null 2>&1
+        for d in "$WORK"/tpm2 "$WORK"/other; do
+                [ -d "$d" ] && "$FIXTURE" stop "$d" >/dev/null 2>&1
+        done
+        rm -rf "$WORK"
+        WORK=""
+        unset TPMGUARD_CONFIG
+}
+
+# Runs a command, captures stdout/stderr into $OUT/$ERR, checks the exit code.
+expect_exit() {
+        local want=$1; shift
+        local rc=0
+        OUT=$("$@" 2>"$WORK/stderr") || rc=$?
+        ERR=$(cat "$WORK/stderr")
+        if [ "$rc" != "$want" ]; then
+                echo "# expected exit $want, got $rc: $*" >&2
+                echo "# stdout: $OUT" | head -20 >&2
+                echo "# stderr: $ERR" | head -20 >&2
+                return 1
+        fi
+}
+
+expect_in() {
+        local needle=$1 haystack=$2
+        if ! grep -qiF -- "$needle" <<<"$haystack"; then
+                echo "# expected to find \"$needle\" in: $haystack" | head -5 >&2
+                return 1
+        fi
+}
+
+run_cases() {
+        echo "1..${#_tap_cases[@]}"
+        local c
+        for c in "${_tap_cases[@]}"; do
+                _tap_n=$((_tap_n + 1))
+                # Not in an "if": bash ignores set -e inside a tested subshell.
+                ( set -e; trap tpm_teardown EXIT; "$c" )
+                if [ $? = 0 ]; then
+                        echo "ok $_tap_n - $c"
+                else
+                        echo "not ok $_tap_n - $c"
+                        _tap_failed=$((_tap_failed + 1))
+                fi
+        done
+        [ "$_tap_failed" = 0 ]
+}

@@ -1,0 +1,184 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: `tpmguard provision` and `tpmguard verify` against a real
+# swtpm with real EK certificates from a private manufacturer CA.
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup tpm2_createprimary
+
+provision() { "$TPMGUARD" provision "$@"; }
+
+test_case rsa_provision_then_verify
+rsa_provision_then_verify() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision --json
+        expect_in '"result": "provisioned"' "$OUT"
+        expect_in '"ek_nv_index": 29360130' "$OUT"   # 0x01C00002, RSA-2048
+        test -s "$WORK/state/ek-signing-key.json"
+        expect_exit 0 "$TPMGUARD" verify --json
+        expect_in '"verdict": "verified"' "$OUT"
+        expect_in "\"null_name\": \"$(cat "$WORK/null_name")\"" "$OUT"
+        expect_in '"kernel_null_name": "present"' "$OUT"
+        # The pin survives a TPM restart (Shutdown/Startup) and a second verify.
+        expect_exit 0 "$TPMGUARD" verify
+        expect_in "TPM verified" "$OUT"
+}
+
+test_case ecc_provision_then_verify
+ecc_provision_then_verify() {
+        tpm_setup --ecc
+        expect_exit 0 "$TPMGUARD" provision --json
+        expect_in '"ek_nv_index": 29360150' "$OUT"   # 0x01C00016, ECC P-384 (swtpm --ecc)
+        expect_exit 0 "$TPMGUARD" verify --json
+        expect_in '"verdict": "verified"' "$OUT"
+}
+
+test_case reset_after_boot_is_detected
+reset_after_boot_is_detected() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision
+        expect_exit 0 "$TPMGUARD" verify
+        # The kernel's null_name was recorded "at boot"; now the TPM is reset.
+        "$FIXTURE" reset "$WORK/tpm"
+        expect_exit 3 "$TPMGUARD" verify --json --record
+        expect_in '"verdict": "interposer"' "$OUT"
+        expect_in "reset" "$ERR"
+        expect_in '"verdict": "interposer"' "$(cat "$WORK/run/boot-verify.json")"
+}
+
+test_case pin_from_another_tpm_is_refused
+pin_from_another_tpm_is_refused() {
+        tpm_setup
+        "$FIXTURE" start "$WORK/other" >/dev/null
+        expect_exit 0 "$TPMGUARD" provision --tcti "$("$FIXTURE" tcti "$WORK/other")" \
+                --ek-ca "$WORK/other/ca/bundle.pem"
+        expect_exit 3 "$TPMGUARD" verify
+        expect_in "not the pinned one" "$ERR"
+}
+
+test_case null_name_missing_required
+null_name_missing_required() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision
+        rm "$WORK/null_name"
+        expect_exit 5 "$TPMGUARD" verify --json
+        expect_in '"verdict": "no-null-name"' "$OUT"
+        expect_in "kernel_null_name = if-available" "$ERR"
+}
+
+test_case null_name_missing_if_available
+null_name_missing_if_available() {
+        tpm_setup
+        write_config if-available
+        expect_exit 0 "$TPMGUARD" provision
+        rm "$WORK/null_name"
+        expect_exit 0 "$TPMGUARD" verify --json
+        expect_in '"verdict": "verified"' "$OUT"
+        expect_in '"kernel_null_name": "absent"' "$OUT"
+        expect_in "cannot be detected" "$ERR"
+        # Even without the kernel's record, a reset TPM still certifies a fresh
+        # NULL key: the transaction is protected, the reset is not detectable.
+        "$FIXTURE" reset "$WORK/tpm"
+        expect_exit 0 "$TPMGUARD" verify
+}
+
+test_case malformed_null_name
+malformed_null_name() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision
+        echo "000b1234" >"$WORK/null_name"
+        expect_exit 2 "$TPMGUARD" verify
+        expect_in "expected 68 hex digits" "$ERR"
+        printf '%068d\n' 0 | tr 0 z >"$WORK/null_name"
+        expect_exit 2 "$TPMGUARD" verify
+        expect_in "not hexadecimal" "$ERR"
+        # A well-formed name of another key: that is a mismatch, not bad input.
+        printf '000b%064d\n' 0 >"$WORK/null_name"
+        expect_exit 3 "$TPMGUARD" verify
+}
+
+test_case null_name_override_flag
+null_name_override_flag() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision
+        cp "$WORK/null_name" "$WORK/good_name"
+        printf '000b%064d\n' 0 >"$WORK/null_name"
+        expect_exit 0 "$TPMGUARD" verify --null-name "$WORK/good_name"
+}
+
+test_case not_provisioned
+not_provisioned() {
+        tpm_setup
+        expect_exit 4 "$TPMGUARD" verify --json
+        expect_in '"verdict": "not-provisioned"' "$OUT"
+        expect_in "tpmguard provision" "$ERR"
+}
+
+test_case malformed_pinned_file
+malformed_pinned_file() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision
+        local f="$WORK/state/ek-signing-key.json"
+        cp "$f" "$WORK/good.json"
+        head -c 100 "$WORK/good.json" >"$f"
+        expect_exit 4 "$TPMGUARD" verify
+        expect_in "not valid JSON" "$ERR"
+        # Name edited to another key's: caught before the TPM is asked.
+        sed 's/"name": "000b[0-9a-f]\{4\}/"name": "000b0000/' "$WORK/good.json" >"$f"
+        expect_exit 4 "$TPMGUARD" verify
+        expect_in "does not match" "$ERR"
+        echo '[]' >"$f"
+        expect_exit 4 "$TPMGUARD" verify
+}
+
+test_case ek_ca_from_another_manufacturer
+ek_ca_from_another_manufacturer() {
+        tpm_setup
+        "$FIXTURE" start "$WORK/other" >/dev/null
+        expect_exit 8 "$TPMGUARD" provision --ek-ca "$WORK/other/ca/bundle.pem"
+        test ! -e "$WORK/state/ek-signing-key.json"
+}
+
+test_case ek_ca_missing_intermediate
+ek_ca_missing_intermediate() {
+        tpm_setup
+        expect_exit 8 "$TPMGUARD" provision --ek-ca "$TPMGUARD_TEST_CA_ROOT"
+        test ! -e "$WORK/state/ek-signing-key.json"
+        # The intermediate given separately as untrusted: accepted.
+        expect_exit 0 "$TPMGUARD" provision --ek-ca "$TPMGUARD_TEST_CA_ROOT" \
+                --ek-intermediates "$TPMGUARD_TEST_CA_INTERMEDIATE"
+}
+
+test_case ek_cert_garbage_or_foreign
+ek_cert_garbage_or_foreign() {
+        tpm_setup
+        head -c 600 /dev/urandom >"$WORK/garbage.der"
+        expect_exit 8 "$TPMGUARD" provision --ek-cert "$WORK/garbage.der"
+        # A valid EK certificate of another TPM, from the same manufacturer CA.
+        "$FIXTURE" start "$WORK/other" >/dev/null
+        TPM2TOOLS_TCTI=$("$FIXTURE" tcti "$WORK/other") tpm2_nvread 0x01c00002 -o "$WORK/other.der" >/dev/null 2>&1
+        expect_exit 8 "$TPMGUARD" provision --ek-cert "$WORK/other.der" --ek-ca "$WORK/other/ca/bundle.pem"
+        expect_in "does not belong to this TPM" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+}
+
+test_case tpm_unreachable
+tpm_unreachable() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision
+        expect_exit 6 "$TPMGUARD" verify --tcti "swtpm:path=$WORK/nonexistent.sock"
+        expect_exit 6 "$TPMGUARD" provision --tcti "swtpm:path=$WORK/nonexistent.sock"
+}
+
+test_case endorsement_password
+endorsement_password() {
+        tpm_setup
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_changeauth -c e endorsement-secret >/dev/null
+        expect_exit 10 "$TPMGUARD" provision
+        expect_in "--endorsement-auth-file" "$ERR"
+        printf 'endorsement-secret\n' >"$WORK/eauth"
+        expect_exit 0 "$TPMGUARD" provision --endorsement-auth-file "$WORK/eauth"
+        expect_exit 10 "$TPMGUARD" verify
+        expect_exit 0 "$TPMGUARD" verify --endorsement-auth-file - <"$WORK/eauth"
+}
+
+run_cases

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <json-c/json.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "log.h"
+#include "pinned.h"
+#include "tpm.h"
+#include "util.h"
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+
+int tg_pinned_public_check(const TPMT_PUBLIC *public) {
+        TPM2B_PUBLIC tmpl;
+        uint8_t a[sizeof(TPMT_PUBLIC)], b[sizeof(TPMT_PUBLIC)];
+        size_t a_size = 0, b_size = 0;
+        TPMT_PUBLIC stripped = *public;
+
+        /* Compare the marshalled template fields: everything but the point. */
+        tg_template_ek_signing_key(&tmpl);
+        stripped.unique.ecc.x.size = 0;
+        stripped.unique.ecc.y.size = 0;
+        if (public->type != TPM2_ALG_ECC ||
+            Tss2_MU_TPMT_PUBLIC_Marshal(&stripped, a, sizeof a, &a_size) != TSS2_RC_SUCCESS ||
+            Tss2_MU_TPMT_PUBLIC_Marshal(&tmpl.publicArea, b, sizeof b, &b_size) != TSS2_RC_SUCCESS ||
+            a_size != b_size || memcmp(a, b, a_size) != 0)
+                return log_error_rc(-TG_ERR_INVALID, "The pinned key is not an EK signing key (template mismatch).");
+        if (public->unique.ecc.x.size != 32 || public->unique.ecc.y.size != 32)
+                return log_error_rc(-TG_ERR_INVALID, "The pinned key's ECC point is not P-256 sized.");
+        return 0;
+}
+
+static int get_string(json_object *o, const char *key, bool required, const char **ret) {
+        json_object *v;
+
+        if (!json_object_object_get_ex(o, key, &v)) {
+                if (required)
+                        return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"%s\" is missing.", key);
+                *ret = NULL;
+                return 0;
+        }
+        if (!json_object_is_type(v, json_type_string))
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"%s\" is not a string.", key);
+        *ret = json_object_get_string(v);
+        return 0;
+}
+
+static void copy_info(char *dst, size_t size, const char *src) {
+        snprintf(dst, size, "%s", src ? src : "");
+}
+
+int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
+        _cleanup_(json_object_putp) json_object *root = NULL;
+        _cleanup_free_ uint8_t *pub_bytes = NULL, *name_bytes = NULL;
+        struct json_tokener *tok;
+        enum json_tokener_error jerr;
+        json_object *v;
+        const char *public_hex, *name_hex, *s;
+        size_t pub_size, name_size;
+        tg_pinned_key key = {};
+        TPM2B_NAME computed;
+        int r;
+
+        if (size > TG_PINNED_MAX_SIZE || memchr(json, '\0', size))
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file is too large or contains NUL bytes.");
+        tok = json_tokener_new();
+        if (!tok)
+                return -TG_ERR_NOMEM;
+        root = json_tokener_parse_ex(tok, json, (int) size);
+        jerr = json_tokener_get_error(tok);
+        /* The whole input must be one JSON value (trailing whitespace allowed). */
+        if (root && jerr == json_tokener_success) {
+                size_t off = json_tokener_get_parse_end(tok);
+                while (off < size && strchr(" \t\r\n", json[off]))
+                        off++;
+                if (off != size)
+                        jerr = json_tokener_error_parse_unexpected;
+        }
+        json_tokener_free(tok);
+        if (!root || jerr != json_tokener_success)
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file is not valid JSON: %s",
+                                    json_tokener_error_desc(jerr == json_tokener_success ? json_tokener_error_parse_eof : jerr));
+        if (!json_object_is_type(root, json_type_object))
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file is not a JSON object.");
+
+        if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int))
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"version\" is missing or not a number.");
+        if (json_object_get_int64(v) != 1)
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file: version %" PRId64 " is not supported (expected 1).",
+                                    json_object_get_int64(v));
+
+        r = get_string(root, "public", true, &public_hex);
+        if (r < 0)
+                return r;
+        r = get_string(root, "name", true, &name_hex);
+        if (r < 0)
+                return r;
+        if (strlen(public_hex) > 2 * sizeof(TPM2B_PUBLIC) ||
+            tg_hex_decode(public_hex, strlen(public_hex), &pub_bytes, &pub_size) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"public\" is not valid hex.");
+        r = tg_tpm2b_public_unmarshal_exact(pub_bytes, pub_size, &key.public);
+        if (r < 0)
+                return log_error_rc(r, "pinned key file: field \"public\" is not a TPM2B_PUBLIC.");
+        r = tg_pinned_public_check(&key.public.publicArea);
+        if (r < 0)
+                return r;
+        if (strlen(name_hex) != 68 || tg_hex_decode(name_hex, 68, &name_bytes, &name_size) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"name\" is not a 34-byte hex name.");
+        r = tg_public_name(&key.public.publicArea, &computed);
+        if (r < 0)
+                return r;
+        if (computed.size != name_size || memcmp(computed.name, name_bytes, name_size) != 0)
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file: \"name\" does not match \"public\" (file corrupted or edited).");
+        key.name = computed;
+
+        /* Provenance: optional, informational. */
+        r = get_string(root, "ek_template", false, &s);
+        if (r < 0)
+                return r;
+        copy_info(key.ek_template, sizeof key.ek_template, s);
+        r = get_string(root, "ek_certificate_sha256", false, &s);
+        if (r < 0)
+                return r;
+        copy_info(key.ek_cert_sha256, sizeof key.ek_cert_sha256, s);
+        r = get_string(root, "ek_certificate_issuer", false, &s);
+        if (r < 0)
+                return r;
+        copy_info(key.ek_cert_issuer, sizeof key.ek_cert_issuer, s);
+        r = get_string(root, "provisioned_at", false, &s);
+        if (r < 0)
+                return r;
+        copy_info(key.provisioned_at, sizeof key.provisioned_at, s);
+        if (json_object_object_get_ex(root, "ek_nv_index", &v) && json_object_is_type(v, json_type_int))
+                key.ek_nv_index = (uint32_t) json_object_get_int64(v);
+
+        *ret = key;
+        return 0;
+}
+
+int tg_pinned_key_load(const char *state_dir, tg_pinned_key *ret) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ uint8_t *data = NULL;
+        size_t size;
+        int r;
+
+        if (tg_asprintf(&path, "%s/%s", state_dir, TG_PINNED_FILE_NAME) < 0)
+                return -TG_ERR_NOMEM;
+        r = tg_read_file(path, TG_PINNED_MAX_SIZE, &data, &size);
+        if (r == -TG_ERR_NOT_FOUND)
+                return log_error_rc(-TG_ERR_NOT_PROVISIONED,
+                                    "Not provisioned: %s does not exist. Run 'tpmguard provision' first.", path);
+        if (r < 0)
+                return log_error_rc(r == -TG_ERR_INVALID ? -TG_ERR_NOT_PROVISIONED : r,
+                                    "Cannot read the pinned EK signing key %s.", path);
+        r = tg_pinned_key_parse((const char *) data, size, ret);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_NOT_PROVISIONED,
+                                    "The pinned EK signing key %s is unusable. Run 'tpmguard provision' again.", path);
+        return 0;
+}
+
+int tg_pinned_key_format(const tg_pinned_key *key, char **ret) {
+        _cleanup_(json_object_putp) json_object *root = json_object_new_object();
+        _cleanup_free_ uint8_t *pub = NULL;
+        _cleanup_free_ char *pub_hex = NULL, *name_hex = NULL;
+        size_t pub_size;
+        char *s;
+        int r;
+
+        if (!root)
+                return -TG_ERR_NOMEM;
+        r = tg_tpm2b_public_marshal(&key->public, &pub, &pub_size);
+        if (r < 0)
+                return r;
+        if (tg_hex_encode(pub, pub_size, &pub_hex) < 0 || tg_hex_encode(key->name.name, key->name.size, &name_hex) < 0)
+                return -TG_ERR_NOMEM;
+        if (json_object_object_add(root, "version", json_object_new_int(1)) < 0 ||
+            json_object_object_add(root, "name", json_object_new_string(name_hex)) < 0 ||
+            json_object_object_add(root, "public", json_object_new_string(pub_hex)) < 0 ||
+            json_object_object_add(root, "ek_nv_index", json_object_new_int64(key->ek_nv_index)) < 0 ||
+            json_object_object_add(root, "ek_template", json_object_new_string(key->ek_template)) < 0 ||
+            json_object_object_add(root, "ek_certificate_sha256", json_object_new_string(key->ek_cert_sha256)) < 0 ||
+            json_object_object_add(root, "ek_certificate_issuer", json_object_new_string(key->ek_cert_issuer)) < 0 ||
+            json_object_object_add(root, "provisioned_at", json_object_new_string(key->provisioned_at)) < 0)
+                return -TG_ERR_NOMEM;
+        s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+        if (!s)
+                return -TG_ERR_NOMEM;
+        *ret = s;
+        return 0;
+}
+
+int tg_pinned_key_save(const char *dir, const tg_pinned_key *key) {
+        _cleanup_free_ char *text = NULL, *path = NULL, *with_nl = NULL;
+        int r;
+
+        if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                return log_error_rc(-TG_ERR_IO, "Cannot create %s: %m", dir);
+        r = tg_pinned_key_format(key, &text);
+        if (r < 0)
+                return r;
+        if (tg_asprintf(&path, "%s/%s", dir, TG_PINNED_FILE_NAME) < 0 || tg_asprintf(&with_nl, "%s\n", text) < 0)
+                return -TG_ERR_NOMEM;
+        return tg_write_file_atomic(path, with_nl, strlen(with_nl), 0644);
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <time.h>
+#include <tss2/tss2_rc.h>
+
+#include "ek.h"
+#include "error.h"
+#include "log.h"
+#include "provision.h"
+#include "tpm.h"
+#include "util.h"
+
+int tg_provision(const tg_config *config, const tg_provision_options *options, tg_pinned_key *ret_pinned) {
+        static const TPM2B_SENSITIVE_CREATE empty_sensitive = {};
+        static const TPM2B_DATA no_outside_info = {};
+        static const TPML_PCR_SELECTION no_pcrs = {};
+        _cleanup_tpm_ tg_tpm *tpm = NULL;
+        _cleanup_handle_ tg_handle signer = TG_HANDLE_NULL;
+        _cleanup_free_ TPM2B_PUBLIC *signer_public = NULL;
+        _cleanup_free_ char *cert_hex = NULL;
+        tg_ek_result ek = {};
+        tg_ek_options ek_options = {
+                .cert_file = options->ek_cert_file,
+                .ca_store = options->ek_ca ?: config->ek_ca,
+                .intermediates_file = options->ek_intermediates,
+        };
+        const char *dir = options->output_dir ?: config->state_dir;
+        tg_pinned_key pinned = {};
+        TPM2B_PUBLIC tmpl;
+        time_t now = time(NULL);
+        struct tm tm;
+        TSS2_RC rc;
+        int r;
+
+        if (!ek_options.ca_store)
+                return log_error_rc(-TG_ERR_EK_CERT,
+                                    "No manufacturer CA store: give --ek-ca FILE|DIR or set ek_ca in %s. "
+                                    "Without it the EK certificate cannot be trusted.", config->path);
+
+        r = tg_tpm_open(config->tcti, &tpm);
+        if (r < 0)
+                return r;
+        if (options->endorsement_auth) {
+                TPM2B_AUTH auth = {};
+                if (options->endorsement_auth->size > sizeof auth.buffer)
+                        return log_error_rc(-TG_ERR_INVALID, "The endorsement password is too long.");
+                auth.size = (UINT16) options->endorsement_auth->size;
+                memcpy(auth.buffer, options->endorsement_auth->data, auth.size);
+                rc = Esys_TR_SetAuth(tpm->esys, ESYS_TR_RH_ENDORSEMENT, &auth);
+                explicit_bzero(&auth, sizeof auth);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "Esys_TR_SetAuth");
+        }
+
+        log_info("Creating the EK signing key...");
+        tg_template_ek_signing_key(&tmpl);
+        signer.esys = tpm->esys;
+        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs,
+                                &signer.tr, &signer_public, NULL, NULL, NULL);
+        if (rc != TSS2_RC_SUCCESS) {
+                TSS2_RC base = tg_tpm_rc_base(rc);
+                if (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL)
+                        return log_error_rc(-TG_ERR_AUTH_NEEDED,
+                                            "The endorsement hierarchy has a password. Give it with --endorsement-auth-file.");
+                return tg_tpm_rc(rc, "CreatePrimary (EK signing key)");
+        }
+        r = tg_pinned_public_check(&signer_public->publicArea);
+        if (r < 0)
+                return log_alert_rc(-TG_ERR_INTERPOSER, "The TPM returned a key that is not the EK signing key template.");
+        pinned.public = *signer_public;
+        r = tg_public_name(&signer_public->publicArea, &pinned.name);
+        if (r < 0)
+                return r;
+
+        log_info("Proving the EK signing key against the EK certificate...");
+        r = tg_ek_attest_key(tpm, &ek_options, signer.tr, &pinned.name, &ek);
+        if (r < 0)
+                return r;
+
+        pinned.ek_nv_index = ek.nv_index;
+        snprintf(pinned.ek_template, sizeof pinned.ek_template, "%s", ek.template_name ?: "");
+        snprintf(pinned.ek_cert_issuer, sizeof pinned.ek_cert_issuer, "%s", ek.cert_issuer ?: "");
+        r = tg_hex_encode(ek.cert_sha256, sizeof ek.cert_sha256, &cert_hex);
+        tg_ek_result_done(&ek);
+        if (r < 0)
+                return r;
+        snprintf(pinned.ek_cert_sha256, sizeof pinned.ek_cert_sha256, "%s", cert_hex);
+        gmtime_r(&now, &tm);
+        strftime(pinned.provisioned_at, sizeof pinned.provisioned_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+
+        r = tg_pinned_key_save(dir, &pinned);
+        if (r < 0)
+                return r;
+        if (ret_pinned)
+                *ret_pinned = pinned;
+        return 0;
+}

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Verifying the TPM before any secret touches the bus (design §2).
+ *
+ * Threat model: everything between this process and the TPM chip is
+ * hostile — an interposer on LPC/SPI/I2C may record, drop, alter, inject and
+ * replay commands and responses, substitute every public key the TPM
+ * returns, and reset the TPM and replay PCR extends. What we trust: this
+ * code, the kernel's sysfs null_name (the kernel created its NULL primary at
+ * boot over its own protected sessions), and the pinned EK signing key
+ * (proven against the manufacturer's EK certificate at install time).
+ *
+ * So: every public key the TPM hands us is hashed by us and compared with a
+ * name we already trust (kernel null_name, pinned name); the TPM must then
+ * certify the NULL key with the pinned key, over a fresh nonce we chose,
+ * and we check that signature and every field of the attestation in
+ * software. Only after all of that succeeds do we hand out sessions, and
+ * they are salted to exactly the public area we verified. A TPM reset since
+ * boot changes the NULL seed, so the NULL key no longer matches the
+ * kernel's record: that is how reset-and-replay attacks are caught.
+ */
+#include <openssl/rand.h>
+#include <tss2/tss2_rc.h>
+
+#include "attest.h"
+#include "error.h"
+#include "log.h"
+#include "nullname.h"
+#include "pinned.h"
+#include "tpm.h"
+#include "util.h"
+#include "verify.h"
+
+#define TG_NONCE_SIZE 32
+
+struct tg_verified_tpm {
+        tg_tpm *tpm;
+        tg_handle null_key;   /* the verified NULL primary: salt key for every session */
+        tg_handle hmac_session;
+        TPM2B_NAME null_name;
+};
+
+void tg_verified_tpm_free(tg_verified_tpm *v) {
+        if (!v)
+                return;
+        tg_handle_release(&v->hmac_session);
+        tg_handle_release(&v->null_key);
+        tg_tpm_free(v->tpm);
+        free(v);
+}
+
+ESYS_CONTEXT *tg_vtpm_esys(tg_verified_tpm *v) {
+        return v->tpm->esys;
+}
+
+ESYS_TR tg_vtpm_session(tg_verified_tpm *v, bool decrypt, bool encrypt) {
+        TPMA_SESSION attrs = TPMA_SESSION_CONTINUESESSION;
+
+        if (decrypt)
+                attrs |= TPMA_SESSION_DECRYPT;
+        if (encrypt)
+                attrs |= TPMA_SESSION_ENCRYPT;
+        /* Cannot fail for a valid session handle, which we own. */
+        (void) Esys_TRSess_SetAttributes(v->tpm->esys, v->hmac_session.tr, attrs, 0xff);
+        return v->hmac_session.tr;
+}
+
+static int start_salted_session(tg_verified_tpm *v, TPM2_SE type, ESYS_TR *ret) {
+        static const TPMT_SYM_DEF aes128cfb = {
+                .algorithm = TPM2_ALG_AES,
+                .keyBits.aes = 128,
+                .mode.aes = TPM2_ALG_CFB,
+        };
+        ESYS_TR session = ESYS_TR_NONE;
+        TSS2_RC rc;
+
+        rc = Esys_StartAuthSession(v->tpm->esys, v->null_key.tr, ESYS_TR_NONE,
+                                   ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                   NULL, type, &aes128cfb, TPM2_ALG_SHA256, &session);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "StartAuthSession (salted to the verified NULL key)");
+        (void) Esys_TRSess_SetAttributes(v->tpm->esys, session, TPMA_SESSION_CONTINUESESSION, 0xff);
+        *ret = session;
+        return 0;
+}
+
+int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session) {
+        return start_salted_session(v, TPM2_SE_POLICY, ret_session);
+}
+
+static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, const TPM2B_PUBLIC *template,
+                          const char *what, tg_handle *ret_handle, TPM2B_PUBLIC *ret_public, TPM2B_NAME *ret_name) {
+        static const TPM2B_SENSITIVE_CREATE empty_sensitive = {};
+        static const TPM2B_DATA no_outside_info = {};
+        static const TPML_PCR_SELECTION no_pcrs = {};
+        _cleanup_handle_ tg_handle h = { .esys = tpm->esys, .tr = ESYS_TR_NONE };
+        _cleanup_free_ TPM2B_PUBLIC *out_public = NULL;
+        TPM2B_NAME name, *esys_name = NULL;
+        TSS2_RC rc;
+        int r;
+
+        rc = Esys_CreatePrimary(tpm->esys, hierarchy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                &empty_sensitive, template, &no_outside_info, &no_pcrs,
+                                &h.tr, &out_public, NULL, NULL, NULL);
+        if (rc != TSS2_RC_SUCCESS) {
+                TSS2_RC base = tg_tpm_rc_base(rc);
+                if (hierarchy == ESYS_TR_RH_ENDORSEMENT && (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL))
+                        return log_error_rc(-TG_ERR_AUTH_NEEDED,
+                                            "The endorsement hierarchy has a password. Give it with --endorsement-auth-file.");
+                return tg_tpm_rc(rc, what);
+        }
+
+        /* Our own hash of what the TPM returned; ESAPI will salt to exactly this area. */
+        r = tg_public_name(&out_public->publicArea, &name);
+        if (r < 0)
+                return r;
+        rc = Esys_TR_GetName(tpm->esys, h.tr, &esys_name);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "Esys_TR_GetName");
+        if (esys_name->size != name.size || memcmp(esys_name->name, name.name, name.size) != 0) {
+                free(esys_name);
+                return log_alert_rc(-TG_ERR_INTERPOSER, "%s: ESAPI's name of the key differs from its public area.", what);
+        }
+        free(esys_name);
+
+        *ret_handle = h;
+        h.tr = ESYS_TR_NONE;
+        if (ret_public)
+                *ret_public = *out_public;
+        *ret_name = name;
+        return 0;
+}
+
+static int names_equal(const TPM2B_NAME *a, const TPM2B_NAME *b) {
+        return a->size == b->size && memcmp(a->name, b->name, a->size) == 0;
+}
+
+static void log_name(const char *label, const TPM2B_NAME *n) {
+        _cleanup_free_ char *hex = NULL;
+        if (tg_hex_encode(n->name, n->size, &hex) >= 0)
+                log_debug("%s: %s", label, hex);
+}
+
+static int verify_internal(const tg_config *config, const tg_verify_options *options,
+                           tg_verify_report *report, tg_verified_tpm **ret_vtpm) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_handle_ tg_handle signer = TG_HANDLE_NULL;
+        _cleanup_free_ TPM2B_ATTEST *certify_info = NULL;
+        _cleanup_free_ TPMT_SIGNATURE *signature = NULL;
+        const char *null_name_path = options && options->null_name_path ? options->null_name_path : config->null_name_path;
+        tg_pinned_key pinned;
+        TPM2B_NAME kernel_null_name = {}, signer_name, signer_qn;
+        TPM2B_DATA nonce = { .size = TG_NONCE_SIZE };
+        TPMT_SIG_SCHEME scheme = { .scheme = TPM2_ALG_NULL };
+        tg_attest_info info;
+        TSS2_RC rc;
+        int r;
+
+        *report = (tg_verify_report) { .policy = config->kernel_null_name };
+
+        /* 1. The trust anchors: the pinned signer and the kernel's record. */
+        r = tg_pinned_key_load(config->state_dir, &pinned);
+        if (r < 0)
+                return r;
+
+        r = tg_null_name_read(null_name_path, config->tcti, &kernel_null_name);
+        if (r == -TG_ERR_NOT_FOUND) {
+                if (config->kernel_null_name == TG_NULL_NAME_REQUIRED)
+                        return log_error_rc(-TG_ERR_NO_NULL_NAME,
+                                            "The kernel exports no TPM null_name (needs Linux >= 6.10 with CONFIG_TCG_TPM2_HMAC=y), "
+                                            "and %s requires it. Boot such a kernel, or set kernel_null_name = if-available "
+                                            "to accept that a TPM reset during boot cannot be detected.", config->path);
+                log_warning("The kernel exports no TPM null_name: this transaction is protected, but a TPM reset "
+                            "during boot cannot be detected (kernel_null_name = if-available).");
+        } else if (r < 0)
+                return log_error_rc(-TG_ERR_INVALID,
+                                    "The kernel's null_name cannot be used. Refusing to use the TPM.");
+        else
+                report->kernel_null_name_present = true;
+
+        /* 2. The TPM. */
+        v = calloc(1, sizeof *v);
+        if (!v)
+                return -TG_ERR_NOMEM;
+        v->null_key = TG_HANDLE_NULL;
+        v->hmac_session = TG_HANDLE_NULL;
+        r = tg_tpm_open(config->tcti, &v->tpm);
+        if (r < 0)
+                return r;
+        v->null_key.esys = v->tpm->esys;
+        v->hmac_session.esys = v->tpm->esys;
+
+        if (options && options->endorsement_auth) {
+                TPM2B_AUTH auth = {};
+                if (options->endorsement_auth->size > sizeof auth.buffer)
+                        return log_error_rc(-TG_ERR_INVALID, "The endorsement password is too long.");
+                auth.size = (UINT16) options->endorsement_auth->size;
+                memcpy(auth.buffer, options->endorsement_auth->data, auth.size);
+                rc = Esys_TR_SetAuth(v->tpm->esys, ESYS_TR_RH_ENDORSEMENT, &auth);
+                explicit_bzero(&auth, sizeof auth);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "Esys_TR_SetAuth");
+        }
+
+        /* 3. The NULL primary, by the kernel's template; its name must be the kernel's. */
+        {
+                TPM2B_PUBLIC tmpl;
+                tg_template_srk_ecc(&tmpl);
+                r = create_primary(v->tpm, ESYS_TR_RH_NULL, &tmpl, "CreatePrimary (NULL hierarchy)",
+                                   &v->null_key, NULL, &v->null_name);
+                if (r < 0)
+                        return r;
+        }
+        report->null_name = v->null_name;
+        log_name("NULL key name (computed)", &v->null_name);
+        if (report->kernel_null_name_present && !names_equal(&v->null_name, &kernel_null_name))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM's NULL key does not match the name the kernel recorded at boot. "
+                                    "The TPM was reset since boot, or an interposer sits on the TPM bus. "
+                                    "The TPM will not be used; unlock with the recovery passphrase and investigate.");
+
+        /* 4. The EK signing key, re-created; it must be the pinned one. */
+        {
+                TPM2B_PUBLIC tmpl;
+                tg_template_ek_signing_key(&tmpl);
+                signer.esys = v->tpm->esys;
+                r = create_primary(v->tpm, ESYS_TR_RH_ENDORSEMENT, &tmpl, "CreatePrimary (EK signing key)",
+                                   &signer, NULL, &signer_name);
+                if (r < 0)
+                        return r;
+        }
+        report->ek_signing_key_name = signer_name;
+        if (!names_equal(&signer_name, &pinned.name))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM's EK signing key is not the pinned one. An interposer is substituting keys, "
+                                    "or this is a different or cleared-and-replaced TPM. If the TPM was replaced on "
+                                    "purpose, run 'tpmguard provision' again.");
+
+        /* 5. The pinned key certifies the NULL key over our fresh nonce. */
+        if (RAND_bytes(nonce.buffer, TG_NONCE_SIZE) != 1)
+                return log_error_rc(-TG_ERR_IO, "The OpenSSL random generator failed.");
+        rc = Esys_Certify(v->tpm->esys, v->null_key.tr, signer.tr, ESYS_TR_PASSWORD, ESYS_TR_PASSWORD, ESYS_TR_NONE,
+                          &nonce, &scheme, &certify_info, &signature);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "Certify (NULL key by the EK signing key)");
+        tg_handle_release(&signer);
+
+        r = tg_primary_qualified_name(TPM2_RH_ENDORSEMENT, &pinned.name, &signer_qn);
+        if (r < 0)
+                return r;
+        r = tg_certify_verify(certify_info, signature, &pinned.public.publicArea, &signer_qn,
+                              nonce.buffer, nonce.size, &v->null_name, &info);
+        if (r < 0)
+                return r;
+        report->clock = info.clock;
+        report->reset_count = info.reset_count;
+        report->restart_count = info.restart_count;
+        report->safe = info.safe;
+
+        /* 6. Only now: the session every later secret travels in. */
+        if (ret_vtpm) {
+                r = start_salted_session(v, TPM2_SE_HMAC, &v->hmac_session.tr);
+                if (r < 0)
+                        return r;
+        }
+
+        log_debug("TPM verified: NULL key certified by the pinned EK signing key%s.",
+                  report->kernel_null_name_present ? " and equal to the kernel's null_name" : "");
+        if (ret_vtpm)
+                *ret_vtpm = TAKE_PTR(v);
+        return 0;
+}
+
+int tg_verify(const tg_config *config, const tg_verify_options *options,
+              tg_verify_report *report, tg_verified_tpm **ret_vtpm) {
+        tg_verify_report scratch;
+
+        return verify_internal(config, options, report ?: &scratch, ret_vtpm);
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <tss2/tss2_esys.h>
+
+#include "config.h"
+#include "macro.h"
+#include "secret.h"
+
+/*
+ * Verification of the TPM (design §2 step 2) and the verified-session API
+ * (§2 step 3).
+ *
+ * tg_verified_tpm is opaque and only tg_verify() creates one, after every
+ * check passed. Everything that sends a secret to the TPM or receives one
+ * from it takes a tg_verified_tpm and uses only the sessions it hands out,
+ * which are salted to the NULL key whose name the kernel recorded (or, under
+ * kernel_null_name = if-available without a null_name, to the NULL key that
+ * was just certified by the pinned EK signing key).
+ */
+typedef struct tg_verified_tpm tg_verified_tpm;
+
+typedef struct tg_verify_report {
+        bool kernel_null_name_present;
+        tg_null_name_policy policy;
+        TPM2B_NAME null_name;           /* the name of the NULL key we created and certified */
+        TPM2B_NAME ek_signing_key_name; /* the pinned (and matched) signer */
+        uint64_t clock;
+        uint32_t reset_count;
+        uint32_t restart_count;
+        bool safe;
+} tg_verify_report;
+
+typedef struct tg_verify_options {
+        const char *null_name_path;     /* overrides the configuration when set */
+        const tg_secret *endorsement_auth; /* NULL: empty endorsement hierarchy password */
+} tg_verify_options;
+
+/*
+ * Runs the whole verification. report (optional) is filled as far as the
+ * verification got, on failure too, for diagnostics (--json). On success,
+ * when ret_vtpm is not NULL, hands out the verified TPM with its salted HMAC
+ * session open. On failure returns -TG_ERR_INTERPOSER (a check failed),
+ * -TG_ERR_NOT_PROVISIONED, -TG_ERR_NO_NULL_NAME, -TG_ERR_TPM_UNREACHABLE or
+ * -TG_ERR_TPM, having logged the cause and the next step. ret_vtpm is
+ * written only on success.
+ */
+int tg_verify(const tg_config *config, const tg_verify_options *options,
+              tg_verify_report *report, tg_verified_tpm **ret_vtpm);
+
+void tg_verified_tpm_free(tg_verified_tpm *v);
+DEFINE_TRIVIAL_CLEANUP_FUNC(tg_verified_tpm *, tg_verified_tpm_free);
+#define _cleanup_vtpm_ _cleanup_(tg_verified_tpm_freep)
+
+/* The ESAPI context of a verified TPM, for commands that carry no secret. */
+ESYS_CONTEXT *tg_vtpm_esys(tg_verified_tpm *v);
+
+/*
+ * The salted HMAC session, with parameter encryption set as requested for
+ * the next command: decrypt = the command's first TPM2B parameter is
+ * encrypted, encrypt = the response's first TPM2B parameter is.
+ */
+ESYS_TR tg_vtpm_session(tg_verified_tpm *v, bool decrypt, bool encrypt);
+
+/* Starts a policy session salted to the verified NULL key, AES-128-CFB. Caller flushes it. */
+int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session);
