@@ -32,7 +32,7 @@ static const struct {
         [TG_ERR_EK_PROOF]        = { "ek-proof",         "the TPM answering is not the TPM of the EK certificate", 9, -ENOENT },
         [TG_ERR_AUTH_NEEDED]     = { "auth-needed",      "a TPM hierarchy password is needed",                 10, -ENOENT },
         [TG_ERR_PIN_NEEDED]      = { "pin-needed",       "a PIN is needed",                                    11, -ENOANO },
-        [TG_ERR_BAD_PIN]         = { "bad-pin",          "wrong PIN",                                          12, -EPERM },
+        [TG_ERR_BAD_PIN]         = { "bad-pin",          "wrong PIN or passphrase",                                        12, -EPERM },
         [TG_ERR_LOCKOUT]         = { "lockout",          "TPM is in dictionary-attack lockout",                13, -EAGAIN },
         [TG_ERR_PCR_MISMATCH]    = { "pcr-mismatch",     "PCR values do not match the sealed policy",          14, -ENOENT },
         [TG_ERR_TOKEN]           = { "token",            "malformed tpmguard token",                           15, -ENOENT },

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/rand.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -85,4 +86,41 @@ void tg_process_harden(void) {
 
         (void) prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
         (void) setrlimit(RLIMIT_CORE, &nocore);
+}
+
+int tg_secret_read_file(const char *path, size_t max_size, tg_secret **ret) {
+        _cleanup_secret_ tg_secret *s = NULL;
+        _cleanup_close_ int owned_fd = -1;
+        int fd, r;
+        size_t size = 0;
+
+        if (strcmp(path, "-") == 0)
+                fd = STDIN_FILENO;
+        else {
+                owned_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (owned_fd < 0)
+                        return log_error_rc(errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO, "Cannot open %s: %m", path);
+                fd = owned_fd;
+        }
+        r = tg_secret_new(max_size + 1, &s);
+        if (r < 0)
+                return r;
+        while (size <= max_size) {
+                ssize_t n = read(fd, s->data + size, max_size + 1 - size);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return log_error_rc(-TG_ERR_IO, "Cannot read %s: %m", path);
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+        if (size > max_size)
+                return log_error_rc(-TG_ERR_INVALID, "%s is larger than %zu bytes.", path, max_size);
+        if (size == 0)
+                return log_error_rc(-TG_ERR_INVALID, "%s is empty.", path);
+        s->size = size;
+        *ret = TAKE_PTR(s);
+        return 0;
 }

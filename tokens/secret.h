@@ -41,3 +41,7 @@ static inline void tg_free_string_wipedp(char **s) {
 
 /* Makes this process undumpable and disables core files (CLI start-up). */
 void tg_process_harden(void);
+
+/* Reads a whole file (or stdin for "-") into a secret, byte for byte, like
+ * cryptsetup's --key-file: no newline is stripped. At most max_size bytes. */
+int tg_secret_read_file(const char *path, size_t max_size, tg_secret **ret);

@@ -14,7 +14,10 @@
 #include "log.h"
 #include "pin.h"
 #include "pinned.h"
+#include "luks.h"
 #include "provision.h"
+#include "seal.h"
+#include "token.h"
 #include "secret.h"
 #include "tpmguard-config.h"
 #include "util.h"
@@ -33,6 +36,16 @@ typedef struct cli {
         const char *ek_intermediates;
         const char *output_dir;
         const char *endorsement_auth_file;
+        const char *owner_auth_file;
+        const char *pin_file;
+        bool no_pin;
+        const char *unlock_key_file;
+        const char *secret_file;
+        const char *pcrs;
+        const char *pcr_bank;
+        const char *pcr_values[TG_PCR_COUNT];
+        int n_pcr_values;
+        int keyslot;
         char **args;
         int n_args;
 } cli;
@@ -45,6 +58,8 @@ static void help(void) {
                "Commands:\n"
                "  provision   Pin the EK signing key after proving it against the EK certificate\n"
                "  verify      Verify the TPM: kernel null_name, pinned key, certification\n"
+               "  enroll DEV  Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token\n"
+               "  seal        Seal a given keyslot secret; print token JSON for 'cryptsetup token import'\n"
                "\n"
                "Options:\n"
                "  -c --config FILE             Configuration file (default %s)\n"
@@ -66,6 +81,19 @@ static void help(void) {
                "verify options:\n"
                "     --record                  Also write the result to cache_dir/boot-verify.json\n"
                "     --endorsement-auth-file F Endorsement hierarchy password ('-' = stdin)\n"
+               "\n"
+               "enroll and seal options:\n"
+               "     --pcrs LIST               PCRs to seal to, e.g. 7 or 0,2,7 (default: pcrs setting)\n"
+               "     --pcr-bank BANK           sha256 (default: pcr_bank setting), sha1, sha384, sha512\n"
+               "     --pcr N=BANK:HEX          Seal to this value instead of the current one (repeatable)\n"
+               "     --pin-file F              Read the new PIN from F ('-' = stdin) instead of the terminal\n"
+               "     --no-pin                  No PIN: anyone who boots this machine unlocks the volume\n"
+               "     --owner-auth-file F       Owner hierarchy password ('-' = stdin)\n"
+               "enroll options:\n"
+               "     --unlock-key-file F       An existing passphrase/key file (default: prompt)\n"
+               "     --key-slot N              Keyslot for the new secret (default: first free)\n"
+               "seal options:\n"
+               "     --secret-file F           The keyslot secret to seal, byte for byte ('-' = stdin)\n"
                "\n"
                "See tpmguard(8) for exit codes.\n", TPMGUARD_CONFIG_PATH);
 }
@@ -222,10 +250,124 @@ static int cmd_verify(const cli *c) {
         return r;
 }
 
+static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_params *p,
+                                tg_pcr_values *explicit_values, tg_secret **ret_pin, tg_secret **ret_owner_auth) {
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
+        int r;
+
+        *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask };
+        if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p->pcr_bank) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
+        if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p->pcr_mask) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
+        if (c->n_pcr_values > 0) {
+                *explicit_values = (tg_pcr_values) { .bank = p->pcr_bank };
+                for (int i = 0; i < c->n_pcr_values; i++) {
+                        r = tg_pcr_value_parse(c->pcr_values[i], explicit_values);
+                        if (r < 0)
+                                return r;
+                }
+                if (explicit_values->given_mask & ~p->pcr_mask)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR that --pcrs does not select.");
+                p->explicit_values = explicit_values;
+        }
+        if (c->no_pin) {
+                if (c->pin_file)
+                        return log_error_rc(-TG_ERR_INVALID, "--no-pin and --pin-file contradict each other.");
+                log_warning("Enrolling without a PIN: anyone who can boot this machine into the sealed PCR state "
+                            "unlocks the volume.");
+        } else {
+                r = tg_pin_read(c->pin_file, "New TPM PIN: ", true, &pin);
+                if (r < 0)
+                        return log_error_rc(r, "No PIN given. Use --no-pin to enroll without one.");
+        }
+        if (c->owner_auth_file) {
+                r = tg_pin_read(c->owner_auth_file, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+        }
+        p->pin = pin;
+        p->owner_auth = owner;
+        *ret_pin = TAKE_PTR(pin);
+        *ret_owner_auth = TAKE_PTR(owner);
+        return 0;
+}
+
+static int cmd_enroll(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL;
+        tg_enroll_options o = { .keyslot = c->keyslot };
+        tg_pcr_values explicit_values;
+        char pcrs[96];
+        int keyslot, token, r;
+
+        if (c->n_args != 1)
+                return log_error_rc(-TG_ERR_INVALID, "enroll takes one argument: the LUKS2 device.");
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_pin_read(NULL, "Existing passphrase of the volume: ", false, &unlock);
+        if (r < 0)
+                return r;
+        r = seal_params_from_cli(c, config, &o.seal, &explicit_values, &pin, &owner);
+        if (r < 0)
+                return r;
+
+        r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
+        if (r < 0)
+                return log_error_rc(r, "Enrollment failed: %s. The volume is unchanged.", tg_err_str(r));
+        tg_pcr_list_format(o.seal.pcr_mask, pcrs, sizeof pcrs);
+        printf("Enrolled %s: keyslot %d, token %d, %s PCRs %s, %s.\n", c->args[0], keyslot, token,
+               tg_pcr_bank_to_string(o.seal.pcr_bank), pcrs[0] ? pcrs : "(none)", pin ? "PIN" : "no PIN");
+        return 0;
+}
+
+static int cmd_seal(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *secret = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_free_ char *json = NULL;
+        tg_seal_params p;
+        tg_pcr_values explicit_values;
+        tg_verify_report report;
+        tg_token token;
+        int r;
+
+        if (!c->secret_file)
+                return log_error_rc(-TG_ERR_INVALID, "seal needs --secret-file F (the keyslot secret; '-' = stdin).");
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_secret_read_file(c->secret_file, 8192, &secret);
+        if (r < 0)
+                return r;
+        r = seal_params_from_cli(c, config, &p, &explicit_values, &pin, &owner);
+        if (r < 0)
+                return r;
+        r = tg_verify(config, NULL, &report, &v);
+        if (r < 0)
+                return r;
+        r = tg_seal(v, &p, secret, &token);
+        if (r < 0)
+                return r;
+        token.ek_signing_key_name = report.ek_signing_key_name;
+        r = tg_token_to_string(&token, &json);
+        explicit_bzero(&token, sizeof token);
+        if (r < 0)
+                return r;
+        printf("%s\n", json);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         enum {
                 ARG_TCTI = 0x100, ARG_NULL_NAME, ARG_JSON, ARG_VERSION, ARG_RECORD,
                 ARG_EK_CERT, ARG_EK_CA, ARG_EK_INTERMEDIATES, ARG_OUTPUT, ARG_EAUTH,
+                ARG_OWNER_AUTH, ARG_PIN_FILE, ARG_NO_PIN, ARG_UNLOCK_KEY_FILE, ARG_SECRET_FILE,
+                ARG_PCRS, ARG_PCR_BANK, ARG_PCR, ARG_KEY_SLOT,
         };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -242,6 +384,15 @@ int main(int argc, char *argv[]) {
                 { "ek-intermediates", required_argument, NULL, ARG_EK_INTERMEDIATES },
                 { "output", required_argument, NULL, ARG_OUTPUT },
                 { "endorsement-auth-file", required_argument, NULL, ARG_EAUTH },
+                { "owner-auth-file", required_argument, NULL, ARG_OWNER_AUTH },
+                { "pin-file", required_argument, NULL, ARG_PIN_FILE },
+                { "no-pin", no_argument, NULL, ARG_NO_PIN },
+                { "unlock-key-file", required_argument, NULL, ARG_UNLOCK_KEY_FILE },
+                { "secret-file", required_argument, NULL, ARG_SECRET_FILE },
+                { "pcrs", required_argument, NULL, ARG_PCRS },
+                { "pcr-bank", required_argument, NULL, ARG_PCR_BANK },
+                { "pcr", required_argument, NULL, ARG_PCR },
+                { "key-slot", required_argument, NULL, ARG_KEY_SLOT },
                 {}
         };
         static const struct {
@@ -250,8 +401,10 @@ int main(int argc, char *argv[]) {
         } commands[] = {
                 { "provision", cmd_provision },
                 { "verify", cmd_verify },
+                { "enroll", cmd_enroll },
+                { "seal", cmd_seal },
         };
-        cli c = {};
+        cli c = { .keyslot = CRYPT_ANY_SLOT };
         int opt, r;
 
         tg_process_harden();
@@ -272,6 +425,26 @@ int main(int argc, char *argv[]) {
                 case ARG_EK_INTERMEDIATES: c.ek_intermediates = optarg; break;
                 case ARG_OUTPUT: c.output_dir = optarg; break;
                 case ARG_EAUTH: c.endorsement_auth_file = optarg; break;
+                case ARG_OWNER_AUTH: c.owner_auth_file = optarg; break;
+                case ARG_PIN_FILE: c.pin_file = optarg; break;
+                case ARG_NO_PIN: c.no_pin = true; break;
+                case ARG_UNLOCK_KEY_FILE: c.unlock_key_file = optarg; break;
+                case ARG_SECRET_FILE: c.secret_file = optarg; break;
+                case ARG_PCRS: c.pcrs = optarg; break;
+                case ARG_PCR_BANK: c.pcr_bank = optarg; break;
+                case ARG_PCR:
+                        if (c.n_pcr_values >= TG_PCR_COUNT)
+                                return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "Too many --pcr options."));
+                        c.pcr_values[c.n_pcr_values++] = optarg;
+                        break;
+                case ARG_KEY_SLOT: {
+                        char *end;
+                        long n = strtol(optarg, &end, 10);
+                        if (*optarg == '\0' || *end != '\0' || n < 0 || n > 31)
+                                return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "--key-slot: \"%s\" is not a keyslot number 0..31.", optarg));
+                        c.keyslot = (int) n;
+                        break;
+                }
                 default: return tg_err_exit_code(-TG_ERR_INVALID);
                 }
 

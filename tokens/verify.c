@@ -65,6 +65,12 @@ ESYS_TR tg_vtpm_session(tg_verified_tpm *v, bool decrypt, bool encrypt) {
         return v->hmac_session.tr;
 }
 
+ESYS_TR tg_vtpm_audit_session(tg_verified_tpm *v) {
+        (void) Esys_TRSess_SetAttributes(v->tpm->esys, v->hmac_session.tr,
+                                         TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_AUDIT, 0xff);
+        return v->hmac_session.tr;
+}
+
 static int start_salted_session(tg_verified_tpm *v, TPM2_SE type, ESYS_TR *ret) {
         static const TPMT_SYM_DEF aes128cfb = {
                 .algorithm = TPM2_ALG_AES,

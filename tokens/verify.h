@@ -64,5 +64,8 @@ ESYS_CONTEXT *tg_vtpm_esys(tg_verified_tpm *v);
  */
 ESYS_TR tg_vtpm_session(tg_verified_tpm *v, bool decrypt, bool encrypt);
 
+/* The salted HMAC session as an audit session (TPMA_SESSION_AUDIT): integrity for commands without handles. */
+ESYS_TR tg_vtpm_audit_session(tg_verified_tpm *v);
+
 /* Starts a policy session salted to the verified NULL key, AES-128-CFB. Caller flushes it. */
 int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session);

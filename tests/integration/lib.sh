@@ -104,3 +104,34 @@ run_cases() {
         done
         [ "$_tap_failed" = 0 ]
 }
+
+# A LUKS2 image with a recovery passphrase (fast pbkdf2 keyslot).
+make_luks() {
+        local img=$1
+        truncate -s 40M "$img"
+        printf 'recovery passphrase' >"$WORK/recovery.key"
+        cryptsetup luksFormat --type luks2 --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" "$img" >/dev/null
+}
+
+# Runs a command in a private mount namespace in which libcryptsetup's
+# compiled-in token directory holds our freshly built plugin (libcryptsetup
+# 2.6 has no --external-tokens-path). Nothing leaks into the host's mounts.
+with_plugin() {
+        local plugdir="$WORK/tokendir"
+        mkdir -p "$plugdir"
+        cp "$TPMGUARD_PLUGIN" "$plugdir/"
+        unshare -m sh -c 'mount --bind "$0" "$1" && shift 2 && exec "$@"' \
+                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
+}
+
+# Does the recovery passphrase still open the volume?
+recovery_opens() {
+        cryptsetup open --test-passphrase --key-file "$WORK/recovery.key" "$1"
+}
+
+# The TPM's DA failure counter (TPM2_PT_LOCKOUT_COUNTER).
+da_counter() {
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_getcap properties-variable |
+                awk '/TPM2_PT_LOCKOUT_COUNTER/ {print $2}'
+}

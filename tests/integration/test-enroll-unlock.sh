@@ -1,0 +1,145 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: enrollment (tpmguard enroll; seal + cryptsetup token
+# import) and unlocking through the plugin with the real cryptsetup binary
+# and libcryptsetup, against a real swtpm. Nothing is mocked.
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+
+setup_enrolled() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+}
+
+# cryptsetup asks "Enter token PIN:" and, without a terminal, reads a line from stdin.
+token_open() {
+        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard -v "$WORK/disk.img"
+}
+
+test_case enroll_then_unlock_with_pin
+enroll_then_unlock_with_pin() {
+        setup_enrolled
+        expect_in "keyslot 1" "$OUT"
+        expect_exit 0 token_open <"$WORK/pin"
+        recovery_opens "$WORK/disk.img"
+        # luksDump shows our dump: version, PCRs, PIN, parent name.
+        expect_exit 0 with_plugin cryptsetup luksDump "$WORK/disk.img"
+        expect_in "tpmguard" "$OUT"
+        expect_in "sha256" "$OUT"
+}
+
+test_case wrong_pin_fails_and_counts
+wrong_pin_fails_and_counts() {
+        setup_enrolled
+        local before after
+        before=$(da_counter)
+        printf '9999\n' >"$WORK/wrong"
+        expect_exit 1 token_open <"$WORK/wrong" || expect_exit 2 token_open <"$WORK/wrong"
+        after=$(da_counter)
+        [ "$after" -gt "$before" ] || { echo "# DA counter did not move: $before -> $after" >&2; return 1; }
+        expect_in "Wrong PIN" "$ERR"
+        expect_in "tries left" "$ERR"
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case pcr_change_fails_with_reseal_hint
+pcr_change_fails_with_reseal_hint() {
+        setup_enrolled
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                7:sha256=0000000000000000000000000000000000000000000000000000000000000001
+        token_open <"$WORK/pin" >"$WORK/out" 2>&1 && { echo "# unlocked despite changed PCR 7" >&2; return 1; }
+        expect_in "PCR mismatch" "$(cat "$WORK/out")"
+        expect_in "tpmguard reseal" "$(cat "$WORK/out")"
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case tpm_reset_refuses
+tpm_reset_refuses() {
+        setup_enrolled
+        "$FIXTURE" reset "$WORK/tpm"
+        token_open <"$WORK/pin" >"$WORK/out" 2>&1 && { echo "# unlocked after a TPM reset" >&2; return 1; }
+        expect_in "reset" "$(cat "$WORK/out")"
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case no_pin_enrollment
+no_pin_enrollment() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" enroll --no-pin --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "no PIN" "$OUT"
+        expect_exit 0 token_open </dev/null
+}
+
+test_case wrong_recovery_passphrase_changes_nothing
+wrong_recovery_passphrase_changes_nothing() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf 'not it' >"$WORK/bad.key"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 12 "$TPMGUARD" enroll --pin-file "$WORK/pin" --unlock-key-file "$WORK/bad.key" "$WORK/disk.img"
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2')" = 1 ]
+}
+
+test_case unprovisioned_enroll_changes_nothing
+unprovisioned_enroll_changes_nothing() {
+        tpm_setup
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 4 "$TPMGUARD" enroll --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2')" = 1 ]
+}
+
+test_case seal_and_token_import_flow
+seal_and_token_import_flow() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        # The documented three-command flow.
+        head -c 32 /dev/urandom | base64 | tr -d '\n' >"$WORK/slot.key"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" --new-key-slot 5 "$WORK/disk.img" "$WORK/slot.key"
+        printf '2468\n' >"$WORK/pin"
+        "$TPMGUARD" seal --secret-file "$WORK/slot.key" --pcrs 7 --pin-file "$WORK/pin" >"$WORK/token.json"
+        expect_exit 0 with_plugin cryptsetup token import --json-file "$WORK/token.json" --key-slot 5 "$WORK/disk.img"
+        expect_exit 0 token_open <"$WORK/pin"
+        expect_in "Key slot 5 unlocked" "$ERR$OUT"
+}
+
+test_case edited_token_never_unseals
+edited_token_never_unseals() {
+        setup_enrolled
+        cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/orig.json"
+        local field edit
+        for edit in \
+                's/"pcrs":\[7\]/"pcrs":[8]/' \
+                's/"policy_hash":"0/"policy_hash":"1/;s/"policy_hash":"[1-9a-f]/"policy_hash":"0/' \
+                's/"parent_name":"000b../"parent_name":"000b00/' \
+                's/"pin":true/"pin":false/' \
+                's/"blob":"A/"blob":"B/'; do
+                sed "$edit" "$WORK/orig.json" >"$WORK/edited.json"
+                cmp -s "$WORK/orig.json" "$WORK/edited.json" && { echo "# edit had no effect: $edit" >&2; return 1; }
+                cryptsetup token remove --token-id 0 "$WORK/disk.img"
+                # Import without our plugin (no validation) to simulate an attacker editing the header.
+                cryptsetup token import --json-file "$WORK/edited.json" --token-id 0 "$WORK/disk.img"
+                token_open <"$WORK/pin" >"$WORK/out" 2>&1 && { echo "# unlocked with edit: $edit" >&2; return 1; }
+        done
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case validate_rejects_malformed_import
+validate_rejects_malformed_import() {
+        setup_enrolled
+        echo '{"type":"tpmguard","keyslots":[],"version":1}' >"$WORK/bad.json"
+        expect_exit 1 with_plugin cryptsetup token import --json-file "$WORK/bad.json" "$WORK/disk.img" ||
+                expect_exit 22 with_plugin cryptsetup token import --json-file "$WORK/bad.json" "$WORK/disk.img"
+}
+
+run_cases

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <openssl/evp.h>
+
+#include "error.h"
+#include "log.h"
+#include "luks.h"
+#include "token.h"
+#include "verify.h"
+
+int tg_luks_open(const char *device, struct crypt_device **ret) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        int r;
+
+        r = crypt_init(&cd, device);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_NOT_FOUND, "Cannot open %s: %s", device, strerror(-r));
+        r = crypt_load(cd, CRYPT_LUKS2, NULL);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_INVALID, "%s is not a LUKS2 volume (%s).", device, strerror(-r));
+        *ret = TAKE_PTR(cd);
+        return 0;
+}
+
+int tg_keyslot_secret_new(tg_secret **ret) {
+        _cleanup_secret_ tg_secret *raw = NULL, *encoded = NULL;
+        int r;
+
+        r = tg_secret_new_random(TG_KEYSLOT_SECRET_BYTES, &raw);
+        if (r < 0)
+                return r;
+        r = tg_secret_new(4 * ((TG_KEYSLOT_SECRET_BYTES + 2) / 3) + 1, &encoded);
+        if (r < 0)
+                return r;
+        encoded->size = (size_t) EVP_EncodeBlock(encoded->data, raw->data, (int) raw->size);
+        *ret = TAKE_PTR(encoded);
+        return 0;
+}
+
+/* A high-entropy secret needs no slow KDF; keep unlock fast and initrd memory small (as systemd does). */
+static int use_minimal_pbkdf(struct crypt_device *cd) {
+        static const struct crypt_pbkdf_type minimal = {
+                .type = CRYPT_KDF_PBKDF2,
+                .hash = "sha512",
+                .iterations = 1000,
+                .flags = CRYPT_PBKDF_NO_BENCHMARK,
+        };
+        int r = crypt_set_pbkdf_type(cd, &minimal);
+        return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot set the keyslot PBKDF: %s", strerror(-r)) : 0;
+}
+
+int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlock_passphrase,
+              const tg_enroll_options *options, int *ret_keyslot, int *ret_token) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_secret_ tg_secret *secret = NULL, *check = NULL;
+        _cleanup_free_ char *json = NULL;
+        tg_verify_report report;
+        tg_token token;
+        int keyslot = -1, token_id, r;
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+
+        /* First the TPM: nothing is written to the header of a volume we cannot seal for. */
+        r = tg_verify(config, NULL, &report, &v);
+        if (r < 0)
+                return r;
+
+        r = tg_keyslot_secret_new(&secret);
+        if (r < 0)
+                return r;
+        r = use_minimal_pbkdf(cd);
+        if (r < 0)
+                return r;
+        keyslot = crypt_keyslot_add_by_passphrase(cd, options->keyslot,
+                                                  (const char *) unlock_passphrase->data, unlock_passphrase->size,
+                                                  (const char *) secret->data, secret->size);
+        if (keyslot == -EPERM)
+                return log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase.", device);
+        if (keyslot < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot add a keyslot to %s: %s", device, strerror(-keyslot));
+        log_info("Added keyslot %d.", keyslot);
+
+        r = tg_seal(v, &options->seal, secret, &token);
+        if (r < 0)
+                goto undo;
+        token.keyslot = keyslot;
+        token.ek_signing_key_name = report.ek_signing_key_name;
+
+        /* Prove it: the TPM gives the secret back, and the secret opens the new keyslot. */
+        r = tg_unseal(v, &token, options->seal.pin, &check);
+        if (r < 0) {
+                log_error("The test unseal failed; nothing is kept.");
+                goto undo;
+        }
+        if (check->size != secret->size || !memeq_const(check->data, secret->data, secret->size)) {
+                r = log_alert_rc(-TG_ERR_INTERPOSER, "The test unseal returned a different secret; nothing is kept.");
+                goto undo;
+        }
+        r = crypt_activate_by_passphrase(cd, NULL, keyslot, (const char *) check->data, check->size, 0);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot does not open: %s", strerror(-r));
+                goto undo;
+        }
+
+        r = tg_token_to_string(&token, &json);
+        if (r < 0)
+                goto undo;
+        token_id = crypt_token_json_set(cd, CRYPT_ANY_TOKEN, json);
+        if (token_id < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the token: %s", strerror(-token_id));
+                goto undo;
+        }
+        explicit_bzero(&token, sizeof token);
+        if (ret_keyslot)
+                *ret_keyslot = keyslot;
+        if (ret_token)
+                *ret_token = token_id;
+        return 0;
+
+undo:
+        explicit_bzero(&token, sizeof token);
+        if (crypt_keyslot_destroy(cd, keyslot) < 0)
+                log_error("Could not remove keyslot %d again; remove it with 'cryptsetup luksKillSlot %s %d'.",
+                          keyslot, device, keyslot);
+        else
+                log_info("Removed keyslot %d again.", keyslot);
+        return r;
+}

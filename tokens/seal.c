@@ -1,0 +1,504 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Sealing and unsealing the keyslot secret (design §2 step 3, §4).
+ *
+ * Threat model: as in verify.c, the bus is hostile. Every command that
+ * carries a secret (Create's inSensitive: the secret and the PIN-derived
+ * authValue; Unseal's outData) is parameter-encrypted with AES-128-CFB in a
+ * session salted to the verified NULL key, so a recorder learns nothing and
+ * a substituted key never protects anything. Every command that names an
+ * object (Create's parent, Load's parent, Unseal's object) is authorized
+ * with an HMAC over the names ESAPI computed from public areas we hold: a
+ * substituted parent or object name makes the TPM reject the HMAC. The PIN
+ * never travels: the policy session proves knowledge of the authValue by
+ * HMAC keyed with a salted session key the interposer cannot derive, so a
+ * captured unlock gives nothing to brute-force offline. The sealed object is
+ * not noDA when a PIN is set, so the TPM's dictionary-attack lockout bounds
+ * online guessing.
+ */
+#include <openssl/evp.h>
+#include <openssl/rand.h>
+#include <tss2/tss2_rc.h>
+
+#include "error.h"
+#include "log.h"
+#include "pin.h"
+#include "policy.h"
+#include "seal.h"
+#include "tpm.h"
+#include "util.h"
+
+#define TG_SRK_HANDLE UINT32_C(0x81000001)
+
+static uint16_t bank_digest_size(uint16_t bank) {
+        switch (bank) {
+        case TPM2_ALG_SHA1: return 20;
+        case TPM2_ALG_SHA256: return 32;
+        case TPM2_ALG_SHA384: return 48;
+        case TPM2_ALG_SHA512: return 64;
+        default: return 0;
+        }
+}
+
+static void pcr_selection(uint16_t bank, uint32_t mask, TPML_PCR_SELECTION *ret) {
+        *ret = (TPML_PCR_SELECTION) {
+                .count = 1,
+                .pcrSelections[0] = {
+                        .hash = bank,
+                        .sizeofSelect = 3,
+                        .pcrSelect = { mask & 0xff, (mask >> 8) & 0xff, (mask >> 16) & 0xff },
+                },
+        };
+}
+
+int tg_pcr_value_parse(const char *s, tg_pcr_values *values) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        const char *eq = strchr(s, '='), *colon;
+        _cleanup_free_ char *index = NULL, *bank = NULL;
+        uint32_t mask;
+        uint16_t alg;
+        size_t n;
+
+        if (!eq || !(colon = strchr(eq, ':')))
+                return log_error_rc(-TG_ERR_INVALID, "--pcr \"%s\": expected INDEX=BANK:HEX, e.g. 7=sha256:<64 hex digits>.", s);
+        index = strndup(s, (size_t) (eq - s));
+        bank = strndup(eq + 1, (size_t) (colon - eq - 1));
+        if (!index || !bank)
+                return -TG_ERR_NOMEM;
+        if (tg_pcr_list_parse(index, &mask) < 0 || __builtin_popcount(mask) != 1)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr \"%s\": \"%s\" is not a PCR index 0..23.", s, index);
+        if (tg_pcr_bank_from_string(bank, &alg) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr \"%s\": unknown bank \"%s\".", s, bank);
+        if (alg != values->bank)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr \"%s\": bank %s differs from the policy's bank %s.",
+                                    s, bank, tg_pcr_bank_to_string(values->bank));
+        if (tg_hex_decode(colon + 1, strlen(colon + 1), &bytes, &n) < 0 || n != bank_digest_size(alg))
+                return log_error_rc(-TG_ERR_INVALID, "--pcr \"%s\": the value must be %u bytes of hex for %s.",
+                                    s, bank_digest_size(alg), bank);
+        memcpy(values->value[__builtin_ctz(mask)], bytes, n);
+        values->value_size = (uint16_t) n;
+        values->given_mask |= mask;
+        values->mask |= mask;
+        return 0;
+}
+
+int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_values *ret) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        tg_pcr_values values = { .bank = bank, .mask = mask, .value_size = bank_digest_size(bank) };
+        uint32_t left = mask;
+
+        if (values.value_size == 0)
+                return log_error_rc(-TG_ERR_INVALID, "Unsupported PCR bank 0x%04x.", bank);
+
+        while (left) {
+                _cleanup_free_ TPML_PCR_SELECTION *out_sel = NULL;
+                _cleanup_free_ TPML_DIGEST *digests = NULL;
+                TPML_PCR_SELECTION sel;
+                uint32_t got = 0, counter;
+                unsigned k = 0;
+                TSS2_RC rc;
+
+                pcr_selection(bank, left, &sel);
+                /* An audit session: the response HMAC proves these values came from the TPM. */
+                rc = Esys_PCR_Read(esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE,
+                                   &sel, &counter, &out_sel, &digests);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PCR_Read");
+                if (out_sel->count == 1 && out_sel->pcrSelections[0].hash == bank)
+                        for (unsigned i = 0; i < 3 && i < out_sel->pcrSelections[0].sizeofSelect; i++)
+                                got |= (uint32_t) out_sel->pcrSelections[0].pcrSelect[i] << (8 * i);
+                got &= left;
+                if (got == 0)
+                        return log_error_rc(-TG_ERR_TPM, "The TPM has no active %s PCR bank with PCRs selected.",
+                                            tg_pcr_bank_to_string(bank));
+                for (unsigned i = 0; i < TG_PCR_COUNT; i++) {
+                        if (!(got & (UINT32_C(1) << i)))
+                                continue;
+                        if (k >= digests->count || digests->digests[k].size != values.value_size)
+                                return log_error_rc(-TG_ERR_TPM, "PCR_Read returned a malformed digest list.");
+                        memcpy(values.value[i], digests->digests[k].buffer, values.value_size);
+                        k++;
+                }
+                if (k != digests->count)
+                        return log_error_rc(-TG_ERR_TPM, "PCR_Read returned more digests than selected.");
+                left &= ~got;
+        }
+        *ret = values;
+        return 0;
+}
+
+/* SHA-256 over the concatenated PCR values in index order: PolicyPCR's pcrDigest. */
+static int pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
+        _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
+        unsigned int len = 0;
+
+        if (!md)
+                return -TG_ERR_NOMEM;
+        if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+                return -TG_ERR_IO;
+        for (unsigned i = 0; i < TG_PCR_COUNT; i++)
+                if (values->mask & (UINT32_C(1) << i))
+                        if (EVP_DigestUpdate(md, values->value[i], values->value_size) != 1)
+                                return -TG_ERR_IO;
+        if (EVP_DigestFinal_ex(md, ret->buffer, &len) != 1)
+                return -TG_ERR_IO;
+        ret->size = (UINT16) len;
+        return 0;
+}
+
+static int set_hierarchy_auth(ESYS_CONTEXT *esys, ESYS_TR hierarchy, const tg_secret *auth_secret) {
+        TPM2B_AUTH auth = {};
+        TSS2_RC rc;
+
+        if (!auth_secret)
+                return 0;
+        if (auth_secret->size > sizeof auth.buffer)
+                return log_error_rc(-TG_ERR_INVALID, "The hierarchy password is too long.");
+        auth.size = (UINT16) auth_secret->size;
+        memcpy(auth.buffer, auth_secret->data, auth.size);
+        rc = Esys_TR_SetAuth(esys, hierarchy, &auth);
+        explicit_bzero(&auth, sizeof auth);
+        return rc == TSS2_RC_SUCCESS ? 0 : tg_tpm_rc(rc, "Esys_TR_SetAuth");
+}
+
+static int names_equal(const TPM2B_NAME *a, const TPM2B_NAME *b) {
+        return a->size == b->size && memcmp(a->name, b->name, a->size) == 0;
+}
+
+static int owner_auth_error(TSS2_RC rc, const char *what) {
+        TSS2_RC base = tg_tpm_rc_base(rc);
+
+        if (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL)
+                return log_error_rc(-TG_ERR_AUTH_NEEDED,
+                                    "%s: the owner hierarchy has a password. Give it with --owner-auth-file.", what);
+        return tg_tpm_rc(rc, what);
+}
+
+/* Create the SRK in the owner hierarchy (deterministic from the owner seed). */
+static int srk_create(tg_verified_tpm *v, tg_handle *ret, TPM2B_NAME *ret_name) {
+        static const TPM2B_SENSITIVE_CREATE empty_sensitive = {};
+        static const TPM2B_DATA no_outside_info = {};
+        static const TPML_PCR_SELECTION no_pcrs = {};
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_handle_ tg_handle h = { .esys = esys, .tr = ESYS_TR_NONE };
+        _cleanup_free_ TPM2B_PUBLIC *pub = NULL;
+        TPM2B_PUBLIC tmpl;
+        TSS2_RC rc;
+        int r;
+
+        tg_template_srk_ecc(&tmpl);
+        /* The owner authorization is an HMAC in the salted session, never a clear password. */
+        rc = Esys_CreatePrimary(esys, ESYS_TR_RH_OWNER, tg_vtpm_session(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
+                                &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs, &h.tr, &pub, NULL, NULL, NULL);
+        if (rc != TSS2_RC_SUCCESS)
+                return owner_auth_error(rc, "CreatePrimary (owner SRK)");
+        r = tg_public_name(&pub->publicArea, ret_name);
+        if (r < 0)
+                return r;
+        *ret = h;
+        h.tr = ESYS_TR_NONE;
+        return 0;
+}
+
+/*
+ * The parent for sealing: the persistent SRK at 0x81000001 if it has the SRK
+ * template; if that handle is free, a new SRK persisted there; otherwise a
+ * transient SRK. Its public area is unverified, and needs no verification:
+ * Create names it in an HMAC-authorized command, so a substituted public
+ * area breaks the HMAC at the TPM.
+ */
+static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_handle *ret, TPM2B_NAME *ret_name) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_handle_ tg_handle persistent = { .esys = esys, .tr = ESYS_TR_NONE, .close_only = true };
+        _cleanup_handle_ tg_handle transient = TG_HANDLE_NULL;
+        _cleanup_free_ TPM2B_PUBLIC *pub = NULL;
+        _cleanup_free_ TPM2B_NAME *name = NULL;
+        ESYS_TR new_persistent = ESYS_TR_NONE;
+        TSS2_RC rc;
+        int r;
+
+        r = set_hierarchy_auth(esys, ESYS_TR_RH_OWNER, owner_auth);
+        if (r < 0)
+                return r;
+
+        rc = Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &persistent.tr);
+        if (rc == TSS2_RC_SUCCESS) {
+                rc = Esys_ReadPublic(esys, persistent.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &pub, &name, NULL);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "ReadPublic (0x81000001)");
+                if (tg_public_is_srk_ecc(&pub->publicArea)) {
+                        r = tg_public_name(&pub->publicArea, ret_name);
+                        if (r < 0)
+                                return r;
+                        log_debug("Sealing under the persistent SRK at 0x81000001.");
+                        *ret = persistent;
+                        persistent.tr = ESYS_TR_NONE;
+                        return 0;
+                }
+                log_warning("0x81000001 holds a key that is not an ECC SRK; sealing under a transient SRK, "
+                            "so every unlock re-creates it (slower, and needs an empty owner password).");
+        }
+
+        transient.esys = esys;
+        r = srk_create(v, &transient, ret_name);
+        if (r < 0)
+                return r;
+        if (persistent.tr == ESYS_TR_NONE) {
+                rc = Esys_EvictControl(esys, ESYS_TR_RH_OWNER, transient.tr, tg_vtpm_session(v, false, false),
+                                       ESYS_TR_NONE, ESYS_TR_NONE, TG_SRK_HANDLE, &new_persistent);
+                if (rc == TSS2_RC_SUCCESS) {
+                        log_info("Persisted the SRK at 0x81000001.");
+                        (void) Esys_TR_Close(esys, &new_persistent);
+                } else
+                        log_warning("Could not persist the SRK at 0x81000001 (%s); every unlock will re-create it.",
+                                    Tss2_RC_Decode(rc));
+        }
+        *ret = transient;
+        transient.tr = ESYS_TR_NONE;
+        return 0;
+}
+
+/* The parent for unsealing: whichever SRK has the name the token recorded. */
+static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_handle *ret) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_handle_ tg_handle persistent = { .esys = esys, .tr = ESYS_TR_NONE, .close_only = true };
+        _cleanup_handle_ tg_handle transient = { .esys = esys, .tr = ESYS_TR_NONE };
+        _cleanup_free_ TPM2B_NAME *name = NULL;
+        TPM2B_NAME created;
+        int r;
+
+        if (Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                  &persistent.tr) == TSS2_RC_SUCCESS &&
+            Esys_TR_GetName(esys, persistent.tr, &name) == TSS2_RC_SUCCESS &&
+            names_equal(name, expected)) {
+                *ret = persistent;
+                persistent.tr = ESYS_TR_NONE;
+                return 0;
+        }
+
+        r = srk_create(v, &transient, &created);
+        if (r < 0)
+                return r;
+        if (!names_equal(&created, expected))
+                return log_error_rc(-TG_ERR_TOKEN,
+                                    "The TPM's storage key is not the one this token was sealed under "
+                                    "(TPM cleared, or token field \"parent_name\" edited). "
+                                    "Unlock with the recovery passphrase and enroll again.");
+        *ret = transient;
+        transient.tr = ESYS_TR_NONE;
+        return 0;
+}
+
+int tg_tpm_da_state(ESYS_CONTEXT *esys, tg_da_state *ret) {
+        _cleanup_free_ TPMS_CAPABILITY_DATA *cap = NULL;
+        tg_da_state st = {};
+        TPMI_YES_NO more;
+        TSS2_RC rc;
+
+        rc = Esys_GetCapability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
+                                TPM2_PT_PERMANENT, TPM2_PT_LOCKOUT_RECOVERY - TPM2_PT_PERMANENT + 1, &more, &cap);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "GetCapability (DA state)");
+        for (UINT32 i = 0; i < cap->data.tpmProperties.count; i++) {
+                const TPMS_TAGGED_PROPERTY *p = &cap->data.tpmProperties.tpmProperty[i];
+                switch (p->property) {
+                case TPM2_PT_PERMANENT: st.in_lockout = p->value & TPMA_PERMANENT_INLOCKOUT; break;
+                case TPM2_PT_LOCKOUT_COUNTER: st.failures = p->value; break;
+                case TPM2_PT_MAX_AUTH_FAIL: st.max_failures = p->value; break;
+                case TPM2_PT_LOCKOUT_INTERVAL: st.recovery_seconds = p->value; break;
+                case TPM2_PT_LOCKOUT_RECOVERY: st.lockout_recovery_seconds = p->value; break;
+                }
+        }
+        *ret = st;
+        return 0;
+}
+
+int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL;
+        _cleanup_secret_ tg_secret *auth = NULL;
+        _cleanup_free_ TPM2B_PRIVATE *out_private = NULL;
+        _cleanup_free_ TPM2B_PUBLIC *out_public = NULL;
+        static const TPM2B_DATA no_outside_info = {};
+        static const TPML_PCR_SELECTION no_pcrs = {};
+        tg_pcr_values values;
+        TPM2B_DIGEST pcr_digest, policy;
+        TPM2B_SENSITIVE_CREATE sensitive = {};
+        TPM2B_PUBLIC tmpl = {};
+        tg_token token = { .version = 1, .keyslot = -1 };
+        TSS2_RC rc;
+        int r;
+
+        if (secret->size == 0 || secret->size > sizeof sensitive.sensitive.data.buffer)
+                return log_error_rc(-TG_ERR_INVALID, "The secret must be 1..%zu bytes.",
+                                    sizeof sensitive.sensitive.data.buffer);
+        if (params->pcr_mask == 0)
+                log_warning("Sealing without any PCR: the TPM releases the secret to whoever knows the PIN.");
+
+        /* The PCR values: current ones over the audited session, overridden by explicit ones. */
+        r = tg_vtpm_pcr_read(v, params->pcr_bank, params->pcr_mask, &values);
+        if (r < 0)
+                return r;
+        if (params->explicit_values) {
+                const tg_pcr_values *e = params->explicit_values;
+                if (e->given_mask & ~params->pcr_mask)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR that is not in --pcrs.");
+                for (unsigned i = 0; i < TG_PCR_COUNT; i++)
+                        if (e->given_mask & (UINT32_C(1) << i))
+                                memcpy(values.value[i], e->value[i], values.value_size);
+        }
+        r = pcr_values_digest(&values, &pcr_digest);
+        if (r < 0)
+                return r;
+        r = tg_policy_digest_compute(params->pcr_bank, params->pcr_mask, &pcr_digest, params->pin != NULL, &policy);
+        if (r < 0)
+                return r;
+
+        token.pcr_bank = params->pcr_bank;
+        token.pcr_mask = params->pcr_mask;
+        token.policy_hash = policy;
+        token.pin = params->pin != NULL;
+        if (token.pin) {
+                token.pin_kdf_iterations = params->pin_kdf_iterations ?: TG_PIN_KDF_DEFAULT_ITERATIONS;
+                if (RAND_bytes(token.pin_salt, sizeof token.pin_salt) != 1)
+                        return log_error_rc(-TG_ERR_IO, "The OpenSSL random generator failed.");
+                r = tg_pin_derive_auth(params->pin, token.pin_salt, sizeof token.pin_salt, token.pin_kdf_iterations, &auth);
+                if (r < 0)
+                        return r;
+        }
+
+        r = srk_for_seal(v, params->owner_auth, &parent, &token.parent_name);
+        if (r < 0)
+                return r;
+
+        tmpl.publicArea = (TPMT_PUBLIC) {
+                .type = TPM2_ALG_KEYEDHASH,
+                .nameAlg = TPM2_ALG_SHA256,
+                /* Policy only (no userWithAuth); DA-protected whenever a PIN guards it. */
+                .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | (token.pin ? 0 : TPMA_OBJECT_NODA),
+                .authPolicy = policy,
+                .parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL,
+        };
+        if (auth) {
+                sensitive.sensitive.userAuth.size = (UINT16) auth->size;
+                memcpy(sensitive.sensitive.userAuth.buffer, auth->data, auth->size);
+        }
+        sensitive.sensitive.data.size = (UINT16) secret->size;
+        memcpy(sensitive.sensitive.data.buffer, secret->data, secret->size);
+
+        /* inSensitive is the first parameter: encrypted in the salted session. */
+        rc = Esys_Create(esys, parent.tr, tg_vtpm_session(v, true, false), ESYS_TR_NONE, ESYS_TR_NONE,
+                         &sensitive, &tmpl, &no_outside_info, &no_pcrs,
+                         &out_private, &out_public, NULL, NULL, NULL);
+        explicit_bzero(&sensitive, sizeof sensitive);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "Create (sealed object)");
+
+        token.private_blob = *out_private;
+        token.public_blob = *out_public;
+        *ret_token = token;
+        return 0;
+}
+
+static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
+        TSS2_RC base = tg_tpm_rc_base(rc);
+        char pcrs[96];
+        tg_da_state da;
+
+        if (base == TPM2_RC_POLICY_FAIL || base == TPM2_RC_PCR_CHANGED) {
+                tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
+                return log_error_rc(-TG_ERR_PCR_MISMATCH,
+                                    "PCR mismatch: the %s values of PCR %s no longer match the sealed policy. "
+                                    "Did firmware or the boot chain change? Unlock with the recovery passphrase "
+                                    "and run 'tpmguard reseal'.", tg_pcr_bank_to_string(token->pcr_bank), pcrs);
+        }
+        if (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH) {
+                if (tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0) {
+                        if (da.in_lockout || da.failures >= da.max_failures)
+                                return log_error_rc(-TG_ERR_LOCKOUT,
+                                                    "Wrong PIN. The TPM is now in dictionary-attack lockout; "
+                                                    "one try returns every %u s. Use the recovery passphrase.",
+                                                    da.recovery_seconds);
+                        return log_error_rc(-TG_ERR_BAD_PIN,
+                                            "Wrong PIN. %u of %u tries left before the TPM locks out "
+                                            "(one failure is forgiven every %u s).",
+                                            da.max_failures - da.failures, da.max_failures, da.recovery_seconds);
+                }
+                return log_error_rc(-TG_ERR_BAD_PIN, "Wrong PIN.");
+        }
+        return tg_tpm_rc(rc, "Unseal");
+}
+
+int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL, object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
+        _cleanup_secret_ tg_secret *auth = NULL, *secret = NULL;
+        TPM2B_SENSITIVE_DATA *out = NULL;
+        TPM2B_DIGEST no_pcr_digest = {};
+        TPML_PCR_SELECTION sel;
+        TPM2B_AUTH object_auth = {};
+        TSS2_RC rc;
+        int r;
+
+        if (token->pin && !pin)
+                return log_debug_rc(-TG_ERR_PIN_NEEDED, "The token needs a PIN.");
+        if (token->pin) {
+                r = tg_pin_derive_auth(pin, token->pin_salt, sizeof token->pin_salt, token->pin_kdf_iterations, &auth);
+                if (r < 0)
+                        return r;
+        }
+
+        r = srk_for_unseal(v, &token->parent_name, &parent);
+        if (r < 0)
+                return r;
+
+        object.esys = esys;
+        rc = Esys_Load(esys, parent.tr, tg_vtpm_session(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
+                       &token->private_blob, &token->public_blob, &object.tr);
+        if (rc != TSS2_RC_SUCCESS) {
+                TSS2_RC base = tg_tpm_rc_base(rc);
+                if (base == TPM2_RC_INTEGRITY || base == TPM2_RC_SIZE || base == TPM2_RC_VALUE || base == TPM2_RC_ATTRIBUTES)
+                        return log_error_rc(-TG_ERR_TOKEN,
+                                            "The TPM rejects the token's sealed blob (edited, or sealed by another TPM). "
+                                            "Unlock with the recovery passphrase and enroll again.");
+                return tg_tpm_rc(rc, "Load (sealed object)");
+        }
+        /* The parent is no longer needed: free its slot before the policy session. */
+        tg_handle_release(&parent);
+
+        policy.esys = esys;
+        r = tg_vtpm_start_policy_session(v, &policy.tr);
+        if (r < 0)
+                return r;
+        pcr_selection(token->pcr_bank, token->pcr_mask, &sel);
+        if (token->pcr_mask) {
+                rc = Esys_PolicyPCR(esys, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &no_pcr_digest, &sel);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyPCR");
+        }
+        if (token->pin) {
+                rc = Esys_PolicyAuthValue(esys, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyAuthValue");
+                object_auth.size = (UINT16) auth->size;
+                memcpy(object_auth.buffer, auth->data, auth->size);
+                rc = Esys_TR_SetAuth(esys, object.tr, &object_auth);
+                explicit_bzero(&object_auth, sizeof object_auth);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "Esys_TR_SetAuth");
+        }
+
+        /* outData is the first response parameter: encrypted in the salted policy session. */
+        (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT, 0xff);
+        rc = Esys_Unseal(esys, object.tr, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+        if (rc != TSS2_RC_SUCCESS)
+                return unseal_error(v, token, rc);
+
+        r = tg_secret_new_copy(out->buffer, out->size, &secret);
+        explicit_bzero(out, sizeof *out);
+        Esys_Free(out);
+        if (r < 0)
+                return r;
+        *ret_secret = TAKE_PTR(secret);
+        return 0;
+}

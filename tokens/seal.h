@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "secret.h"
+#include "token.h"
+#include "verify.h"
+
+#define TG_PCR_COUNT 24
+
+/* PCR values for a policy: either read from the TPM or given by the user. */
+typedef struct tg_pcr_values {
+        uint16_t bank;                /* TPM2_ALG_* */
+        uint32_t mask;                /* which PCRs */
+        uint32_t given_mask;          /* which of them carry explicit values below */
+        uint8_t value[TG_PCR_COUNT][64];
+        uint16_t value_size;          /* digest size of bank */
+} tg_pcr_values;
+
+typedef struct tg_seal_params {
+        uint16_t pcr_bank;
+        uint32_t pcr_mask;
+        const tg_pcr_values *explicit_values; /* NULL: seal to the current values */
+        const tg_secret *pin;                 /* NULL: no PIN (warned about by the caller) */
+        uint32_t pin_kdf_iterations;          /* 0: default */
+        const tg_secret *owner_auth;          /* owner hierarchy password, NULL: empty */
+} tg_seal_params;
+
+/*
+ * Seals secret to the TPM under the SRK with PolicyPCR (+ PolicyAuthValue
+ * with the PIN-derived authValue), entirely inside the verified session: the
+ * secret and the authValue travel only in Create's parameter-encrypted
+ * inSensitive, and every command naming an object carries the salted HMAC
+ * session. Fills ret_token (blob, PCR policy, PIN KDF, parent name).
+ */
+int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token);
+
+/*
+ * Unseals a token's secret over verified sessions. pin may be NULL when the
+ * token needs none; a token that needs one and gets NULL returns
+ * -TG_ERR_PIN_NEEDED without talking to the TPM. Wrong PIN → -TG_ERR_BAD_PIN
+ * (with the DA state logged), PCRs changed → -TG_ERR_PCR_MISMATCH.
+ */
+int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret);
+
+/* Reads the selected PCRs over the verified session (audit HMAC: integrity-protected). */
+int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_values *ret);
+
+/* Parses "7=sha256:HEX" into values (bank must match; length must be the bank's digest size). */
+int tg_pcr_value_parse(const char *s, tg_pcr_values *values);
+
+/* The DA state: failures so far, maximum, and seconds until one failure is forgiven. */
+typedef struct tg_da_state {
+        bool in_lockout;
+        uint32_t failures;
+        uint32_t max_failures;
+        uint32_t recovery_seconds;
+        uint32_t lockout_recovery_seconds;
+} tg_da_state;
+int tg_tpm_da_state(ESYS_CONTEXT *esys, tg_da_state *ret);
