@@ -26,7 +26,7 @@ int tg_pin_derive_auth(const tg_secret *pin, const uint8_t *salt, size_t salt_si
  * ("\n" or "\r\n") stripped, nothing read past it — or, when file is NULL,
  * from the controlling terminal without echo (prompt on /dev/tty; with
  * confirm, asked twice and both must be equal). Never from argv or the
- * environment. An empty PIN is -TG_ERR_CANCELLED; a PIN longer than
+ * environment. prompt and confirm apply to the terminal only. An empty PIN is -TG_ERR_CANCELLED; a PIN longer than
  * TG_PIN_MAX bytes, or containing a NUL byte, is -TG_ERR_INVALID.
  */
 int tg_pin_read(const char *file, const char *prompt, bool confirm, tg_secret **ret);
