@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <openssl/evp.h>
+#include <tss2/tss2_mu.h>
+#include <tss2/tss2_rc.h>
+
+#include "config.h"
+#include "error.h"
+#include "log.h"
+#include "policy.h"
+#include "tpm.h"
+
+#define PCR_MASK_ALL 0x00ffffffu
+
+void tg_pcr_selection_from_mask(uint16_t pcr_bank, uint32_t pcr_mask, TPML_PCR_SELECTION *ret) {
+        *ret = (TPML_PCR_SELECTION) {
+                .count = 1,
+                .pcrSelections[0] = {
+                        .hash = pcr_bank,
+                        .sizeofSelect = 3,
+                        .pcrSelect = {
+                                (uint8_t) (pcr_mask & 0xff),
+                                (uint8_t) ((pcr_mask >> 8) & 0xff),
+                                (uint8_t) ((pcr_mask >> 16) & 0xff),
+                        },
+                },
+        };
+}
+
+/* new = SHA-256(old ‖ bytes); old and new are both 32 bytes. */
+static int policy_extend(TPM2B_DIGEST *digest, const uint8_t *bytes, size_t size) {
+        _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+        unsigned len = 0;
+
+        if (!ctx)
+                return -TG_ERR_NOMEM;
+        if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1 ||
+            EVP_DigestUpdate(ctx, digest->buffer, digest->size) != 1 ||
+            EVP_DigestUpdate(ctx, bytes, size) != 1 ||
+            EVP_DigestFinal_ex(ctx, digest->buffer, &len) != 1 ||
+            len != 32)
+                return log_error_rc(-TG_ERR_INVALID, "SHA-256 failed while computing a policy digest.");
+        return 0;
+}
+
+int tg_policy_digest_compute(uint16_t pcr_bank, uint32_t pcr_mask, const TPM2B_DIGEST *pcr_values_digest,
+                             bool pin, TPM2B_DIGEST *ret) {
+        TPM2B_DIGEST digest = { .size = 32 };
+        TPML_PCR_SELECTION selection;
+        uint8_t buf[sizeof(TPM2_CC) + sizeof(TPML_PCR_SELECTION) + sizeof(TPMU_HA)];
+        size_t off = 0;
+        TSS2_RC rc;
+        int r;
+
+        if (!tg_pcr_bank_to_string(pcr_bank))
+                return log_error_rc(-TG_ERR_INVALID, "Unknown PCR bank 0x%04x for the policy (sha1, sha256, sha384, sha512).",
+                                    pcr_bank);
+        if (pcr_mask == 0 || (pcr_mask & ~PCR_MASK_ALL) != 0)
+                return log_error_rc(-TG_ERR_INVALID, "PCR mask 0x%08x selects no PCR or one outside 0..23.", pcr_mask);
+        if (!pcr_values_digest || pcr_values_digest->size != 32)
+                return log_error_rc(-TG_ERR_INVALID, "The PCR values digest must be 32 bytes (SHA-256).");
+
+        tg_pcr_selection_from_mask(pcr_bank, pcr_mask, &selection);
+        rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyPCR, buf, sizeof buf, &off);
+        if (rc == TSS2_RC_SUCCESS)
+                rc = Tss2_MU_TPML_PCR_SELECTION_Marshal(&selection, buf, sizeof buf, &off);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "Cannot marshal the PolicyPCR arguments: %s", Tss2_RC_Decode(rc));
+        memcpy(buf + off, pcr_values_digest->buffer, 32);
+        off += 32;
+        r = policy_extend(&digest, buf, off);
+        if (r < 0)
+                return r;
+
+        if (pin) {
+                off = 0;
+                rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyAuthValue, buf, sizeof buf, &off);
+                if (rc != TSS2_RC_SUCCESS)
+                        return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM_CC_PolicyAuthValue: %s", Tss2_RC_Decode(rc));
+                r = policy_extend(&digest, buf, off);
+                if (r < 0)
+                        return r;
+        }
+
+        *ret = digest;
+        return 0;
+}

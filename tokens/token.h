@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <json-c/json.h>
+#include <tss2/tss2_tpm2_types.h>
+
+#include "macro.h"
+
+/*
+ * The LUKS2 token, type "tpmguard", format v1 (design §4). Only these
+ * functions read or write it.
+ *
+ * The token sits in the LUKS2 header, which an evil maid can edit. It
+ * therefore holds only what the TPM itself enforces (the sealed blob and its
+ * policy inputs) or what merely breaks unlocking when edited (parent name,
+ * PIN KDF parameters). Security policy — which keys are trusted, whether the
+ * kernel's null_name is required — comes from /etc/tpmguard and never from
+ * here; ek_signing_key_name is an informational copy for diagnostics.
+ *
+ * Parsing is strict on every known key (type, size, range, encoding) and
+ * ignores unknown keys so that a newer writer can add fields. Every
+ * rejection is -TG_ERR_TOKEN with a message naming the offending field.
+ *
+ *   {
+ *     "type": "tpmguard", "keyslots": ["1"], "version": 1,
+ *     "blob": base64(TPM2B_PRIVATE ‖ TPM2B_PUBLIC),
+ *     "pcr_bank": "sha256", "pcrs": [7], "policy_hash": hex(32 bytes),
+ *     "pin": true,
+ *     "pin_kdf": { "type": "pbkdf2-sha256", "iterations": 100000, "salt": base64(32 bytes) },
+ *     "parent_name": hex(34 bytes), "ek_signing_key_name": hex(34 bytes)
+ *   }
+ */
+
+#define TG_TOKEN_TYPE "tpmguard"
+#define TG_TOKEN_VERSION 1u
+#define TG_TOKEN_JSON_MAX (64u * 1024u)
+#define TG_PIN_KDF_TYPE "pbkdf2-sha256"
+#define TG_PIN_KDF_ITERATIONS_MIN 1000u
+#define TG_PIN_KDF_ITERATIONS_MAX 10000000u
+#define TG_PIN_SALT_SIZE 32u
+
+/*
+ * The object attributes of the sealed object we create: fixedTPM and
+ * fixedParent; never userWithAuth (only the policy authorizes use), never
+ * sensitiveDataOrigin (we supply the data). noDA is allowed only without a
+ * PIN: a PIN-protected object must count towards dictionary-attack lockout.
+ */
+#define TG_SEALED_ATTRIBUTES_REQUIRED (TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT)
+#define TG_SEALED_ATTRIBUTES_NO_PIN_OPTIONAL (TPMA_OBJECT_NODA)
+
+typedef struct tg_token {
+        unsigned version;
+        TPM2B_PRIVATE private_blob;
+        TPM2B_PUBLIC public_blob;
+        uint16_t pcr_bank;               /* TPM2_ALG_* */
+        uint32_t pcr_mask;               /* bit N = PCR N (0..23) */
+        TPM2B_DIGEST policy_hash;
+        bool pin;
+        uint32_t pin_kdf_iterations;
+        uint8_t pin_salt[32];
+        TPM2B_NAME parent_name;
+        TPM2B_NAME ek_signing_key_name;  /* size 0 if absent */
+        int keyslot;                     /* -1 if none */
+} tg_token;
+
+/* Validates a LUKS2 token object; strict on known keys, ignores unknown keys. */
+int tg_token_from_json(json_object *jobj, tg_token *ret);
+/* Parses and validates token JSON text; rejects more than TG_TOKEN_JSON_MAX bytes and trailing data. */
+int tg_token_from_string(const char *json, tg_token *ret);
+/* Builds the token object, including "type" and "keyslots"; refuses a token tg_token_from_json would reject. */
+int tg_token_to_json(const tg_token *t, json_object **ret);
+/* The token as compact JSON text (JSON_C_TO_STRING_PLAIN); free() the result. */
+int tg_token_to_string(const tg_token *t, char **ret);
+/* Human-readable lines for `cryptsetup luksDump`: each passed to print without a trailing newline. */
+void tg_token_dump(const tg_token *t, void (*print)(const char *line, void *userdata), void *userdata);
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
