@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <openssl/x509.h>
+#include <tss2/tss2_esys.h>
+
+#include "macro.h"
+#include "secret.h"
+#include "tpm.h"
+
+/*
+ * The EK side of provisioning (design §2 step 1): prove, once, at install
+ * time, that a key we created in the endorsement hierarchy (the "EK signing
+ * key") lives in the same TPM as an EK that a manufacturer certified.
+ *
+ *   1. The EK certificate comes from TPM NV (or a file) and its chain is
+ *      verified against the configured manufacturer CA store.
+ *   2. The EK is re-created from the TCG EK Credential Profile template that
+ *      matches the certificate, and its public key must equal the
+ *      certificate's.
+ *   3. A random challenge is wrapped in software (OpenSSL, never the TPM's own
+ *      MakeCredential) to the certified EK public key, bound to the name of the
+ *      key to attest. Only the TPM holding the EK's private key can unwrap it,
+ *      and it releases the challenge only if an object with exactly that name
+ *      is loaded in it (TPM2_ActivateCredential).
+ *
+ * Threat model: the install-time OS is trusted, the bus is not. An interposer
+ * that substitutes the EK public or the key cannot make the certified TPM
+ * return the challenge, so every substitution ends in TG_ERR_EK_CERT or
+ * TG_ERR_EK_PROOF. The challenge, the seed and every key derived from it are
+ * tg_secrets, wiped on every path.
+ */
+
+typedef struct tg_ek_options {
+        const char *cert_file;          /* PEM or DER EK certificate; NULL: read it from TPM NV */
+        const char *ca_store;           /* manufacturer CAs: PEM file (several certs) or directory of PEM files; required */
+        const char *intermediates_file; /* optional extra untrusted intermediates (PEM) */
+} tg_ek_options;
+
+typedef struct tg_ek_result {
+        uint32_t nv_index;           /* NV index the certificate came from; 0 when it came from a file */
+        const char *template_name;   /* "L-1 (RSA-2048)", "H-3 (ECC P-384)", ...: static string */
+        char *cert_subject;          /* RFC 2253, owned */
+        char *cert_issuer;           /* RFC 2253, owned */
+        uint8_t cert_sha256[32];     /* SHA-256 of the certificate's DER encoding */
+} tg_ek_result;
+
+void tg_ek_result_done(tg_ek_result *r);
+
+/*
+ * The full proof. key/key_name: the loaded object to attest (the EK signing
+ * key, empty auth) and the name the caller computed for it. Endorsement
+ * hierarchy auth, if any, has been set by the caller with
+ * Esys_TR_SetAuth(ESYS_TR_RH_ENDORSEMENT).
+ *
+ * Returns 0, or -TG_ERR_EK_CERT (no usable/trusted certificate, or it does not
+ * belong to this TPM), -TG_ERR_EK_PROOF (the TPM would not return the
+ * challenge: interposer suspected), -TG_ERR_AUTH_NEEDED (endorsement hierarchy
+ * password needed), or another TPM/transport error. ret is written only on
+ * success.
+ */
+int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const TPM2B_NAME *key_name,
+                     tg_ek_result *ret);
+
+/* ---- Building blocks, exposed for the unit tests. ---- */
+
+/* One TCG EK Credential Profile template (v2.5, tables "L-1", "L-2", "H-1" ...). */
+typedef struct tg_ek_template {
+        const char *name;
+        uint32_t nv_index;      /* EK certificate NV index of this template */
+        TPMI_ALG_PUBLIC type;   /* TPM2_ALG_RSA or TPM2_ALG_ECC */
+        uint16_t rsa_bits;
+        TPMI_ECC_CURVE curve;
+        TPMI_ALG_HASH name_alg;
+        uint16_t aes_bits;
+        bool high_range;        /* attributes 0x000300F2, PolicyB, empty unique */
+} tg_ek_template;
+
+/* All templates, in the order we prefer their certificates (ECC first: cheaper EK). */
+const tg_ek_template *tg_ek_templates(size_t *ret_n);
+/* The template whose certificate lives at nv_index, or NULL. */
+const tg_ek_template *tg_ek_template_by_nv_index(uint32_t nv_index);
+/* True when the certificate's public key has the type and size of the template. */
+bool tg_ek_template_fits_key(const tg_ek_template *t, EVP_PKEY *key);
+/* The exact TPM2B_PUBLIC to pass to CreatePrimary(endorsement). */
+int tg_ek_template_public(const tg_ek_template *t, TPM2B_PUBLIC *ret);
+
+/*
+ * Length of the DER certificate at the start of buf: the outer SEQUENCE's
+ * header plus content. Bytes after it are NV padding and are accepted only if
+ * all zero.
+ */
+int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret);
+/* A certificate from PEM or DER bytes (DER possibly zero-padded). */
+int tg_ek_cert_parse(const uint8_t *buf, size_t size, X509 **ret);
+/* Chain verification against the CA store (file or directory) plus optional intermediates. */
+int tg_ek_cert_verify(X509 *cert, const char *ca_store, const char *intermediates_file);
+
+/*
+ * KDFa (TPM 2.0 Part 1, 11.4.10.2): counter-mode HMAC KDF,
+ *   K(i) = HMAC(key, [i]32 ‖ label ‖ 00 ‖ context_u ‖ context_v ‖ [bits]32).
+ * KDFe (11.4.10.3): hash-based one-step KDF,
+ *   K(i) = H([i]32 ‖ z ‖ label ‖ 00 ‖ party_u ‖ party_v).
+ * bits must be a multiple of 8; out receives bits/8 bytes.
+ */
+int tg_kdfa(TPMI_ALG_HASH hash, const uint8_t *key, size_t key_size, const char *label,
+            const uint8_t *context_u, size_t u_size, const uint8_t *context_v, size_t v_size,
+            size_t bits, uint8_t *out);
+int tg_kdfe(TPMI_ALG_HASH hash, const uint8_t *z, size_t z_size, const char *label,
+            const uint8_t *party_u, size_t u_size, const uint8_t *party_v, size_t v_size,
+            size_t bits, uint8_t *out);
+
+/*
+ * TPM2_MakeCredential in software (Part 1, 24 and Annex B.10.4 / C.6.4):
+ * wraps credential to the EK public area ek, bound to object_name.
+ */
+int tg_make_credential(const TPMT_PUBLIC *ek, const TPM2B_NAME *object_name, const tg_secret *credential,
+                       TPM2B_ID_OBJECT *ret_blob, TPM2B_ENCRYPTED_SECRET *ret_secret);
+
+DEFINE_TRIVIAL_CLEANUP_FUNC(X509 *, X509_free);
