@@ -48,6 +48,7 @@
 
 #include "attest.h"
 #include "error.h"
+#include "json-util.h"
 #include "log.h"
 #include "tpm.h"
 
@@ -249,7 +250,6 @@ int tg_certify_verify(const TPM2B_ATTEST *attest, const TPMT_SIGNATURE *sig,
         return 0;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 int tg_attest_info_to_json(const tg_attest_info *info, json_object **ret) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();

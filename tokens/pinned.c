@@ -4,12 +4,12 @@
 #include <sys/stat.h>
 
 #include "error.h"
+#include "json-util.h"
 #include "log.h"
 #include "pinned.h"
 #include "tpm.h"
 #include "util.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 int tg_pinned_public_check(const TPMT_PUBLIC *public) {
         TPM2B_PUBLIC tmpl;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "json-util.h"
 #include <stdbool.h>
 #include <stdint.h>
 #include <json-c/json.h>
@@ -76,4 +77,3 @@ int tg_token_to_string(const tg_token *t, char **ret);
 /* Human-readable lines for `cryptsetup luksDump`: each passed to print without a trailing newline. */
 void tg_token_dump(const tg_token *t, void (*print)(const char *line, void *userdata), void *userdata);
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "json-util.h"
 #include "log.h"
 #include "pin.h"
 #include "pinned.h"
@@ -23,7 +24,6 @@
 #include "util.h"
 #include "verify.h"
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 
 typedef struct cli {
         const char *config_path;
@@ -162,7 +162,7 @@ static int cmd_provision(const cli *c) {
                 json_object_object_add(o_json, "ek_certificate_issuer", json_object_new_string(pinned.ek_cert_issuer));
                 json_object_object_add(o_json, "state_dir",
                                        json_object_new_string(c->output_dir ?: config->state_dir));
-                printf("%s\n", json_object_to_json_string_ext(o_json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+                printf("%s\n", json_object_to_json_string_ext(o_json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
         } else
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
@@ -231,7 +231,7 @@ static int cmd_verify(const cli *c) {
         json = verify_report_json(config, &report, r);
         if (!json)
                 return -TG_ERR_NOMEM;
-        text = json_object_to_json_string_ext(json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
+        text = json_object_to_json_string_ext(json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (c->record) {
                 q = record_verify_result(config, text);
                 if (q < 0 && r >= 0)

@@ -121,7 +121,7 @@ with_plugin() {
         local plugdir="$WORK/tokendir"
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
-        unshare -m sh -c 'mount --bind "$0" "$1" && shift 2 && exec "$@"' \
+        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
                 "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
 }
 

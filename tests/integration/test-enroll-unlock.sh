@@ -41,7 +41,7 @@ wrong_pin_fails_and_counts() {
         printf '9999\n' >"$WORK/wrong"
         expect_exit 1 token_open <"$WORK/wrong" || expect_exit 2 token_open <"$WORK/wrong"
         after=$(da_counter)
-        [ "$after" -gt "$before" ] || { echo "# DA counter did not move: $before -> $after" >&2; return 1; }
+        [ $((after)) -gt $((before)) ] || { echo "# DA counter did not move: $before -> $after" >&2; return 1; }
         expect_in "Wrong PIN" "$ERR"
         expect_in "tries left" "$ERR"
         recovery_opens "$WORK/disk.img"

@@ -10,9 +10,12 @@ provision() { "$TPMGUARD" provision "$@"; }
 test_case rsa_provision_then_verify
 rsa_provision_then_verify() {
         tpm_setup
-        expect_exit 0 "$TPMGUARD" provision --json
+        # swtpm_setup writes an RSA-2048 (0x01C00002) and an ECC P-384 (0x01C00016)
+        # EK certificate; NV lookup prefers ECC, so take the RSA one as a file.
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_nvread 0x01c00002 -o "$WORK/ek-rsa.der" >/dev/null 2>&1
+        expect_exit 0 "$TPMGUARD" provision --json --ek-cert "$WORK/ek-rsa.der"
         expect_in '"result": "provisioned"' "$OUT"
-        expect_in '"ek_nv_index": 29360130' "$OUT"   # 0x01C00002, RSA-2048
+        expect_in '"ek_template": "L-1 (RSA-2048)"' "$OUT"
         test -s "$WORK/state/ek-signing-key.json"
         expect_exit 0 "$TPMGUARD" verify --json
         expect_in '"verdict": "verified"' "$OUT"
@@ -27,7 +30,8 @@ test_case ecc_provision_then_verify
 ecc_provision_then_verify() {
         tpm_setup --ecc
         expect_exit 0 "$TPMGUARD" provision --json
-        expect_in '"ek_nv_index": 29360150' "$OUT"   # 0x01C00016, ECC P-384 (swtpm --ecc)
+        expect_in '"ek_nv_index": 29360150' "$OUT"   # 0x01C00016, ECC P-384
+        expect_in '"ek_template": "H-3 (ECC P-384)"' "$OUT"
         expect_exit 0 "$TPMGUARD" verify --json
         expect_in '"verdict": "verified"' "$OUT"
 }
