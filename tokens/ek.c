@@ -434,21 +434,39 @@ static int chain_error(X509_STORE_CTX *ctx, STACK_OF(X509) *known) {
         }
 }
 
-int tg_ek_cert_verify(X509 *cert, const char *ca_store, const char *intermediates_file) {
-        _cleanup_(x509_stack_freep) STACK_OF(X509) *known = sk_X509_new_null();
-        _cleanup_(x509_stack_freep) STACK_OF(X509) *untrusted = sk_X509_new_null();
-        _cleanup_(X509_STORE_freep) X509_STORE *store = X509_STORE_new();
-        _cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+struct tg_ek_trust {
+        X509_STORE *anchors;       /* the store's self-signed roots */
+        STACK_OF(X509) *known;     /* every certificate of the store, for diagnostics */
+        STACK_OF(X509) *untrusted; /* the store's other certificates plus the intermediates file */
+};
+
+void tg_ek_trust_free(tg_ek_trust *t) {
+        if (!t)
+                return;
+        X509_STORE_free(t->anchors);
+        sk_X509_pop_free(t->known, X509_free);
+        sk_X509_pop_free(t->untrusted, X509_free);
+        free(t);
+}
+
+int tg_ek_trust_load(const char *ca_store, const char *intermediates_file, tg_ek_trust **ret) {
+        _cleanup_(tg_ek_trust_freep) tg_ek_trust *t = NULL;
         int r, anchors = 0;
 
-        if (!known || !untrusted || !store || !ctx)
-                return -TG_ERR_NOMEM;
         if (!ca_store)
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "No manufacturer CA store is configured: an EK certificate cannot be trusted "
                                     "without one. Install the TPM vendor's EK CA certificates and configure them.");
+        t = calloc(1, sizeof *t);
+        if (!t)
+                return -TG_ERR_NOMEM;
+        t->anchors = X509_STORE_new();
+        t->known = sk_X509_new_null();
+        t->untrusted = sk_X509_new_null();
+        if (!t->anchors || !t->known || !t->untrusted)
+                return -TG_ERR_NOMEM;
 
-        r = load_ca_store(ca_store, known);
+        r = load_ca_store(ca_store, t->known);
         if (r < 0)
                 return r;
         /*
@@ -457,45 +475,55 @@ int tg_ek_cert_verify(X509 *cert, const char *ca_store, const char *intermediate
          * build the chain, which must still end at one of those anchors: an
          * intermediate alone never makes a certificate trusted.
          */
-        for (int i = 0; i < sk_X509_num(known); i++) {
-                X509 *c = sk_X509_value(known, i);
+        for (int i = 0; i < sk_X509_num(t->known); i++) {
+                X509 *c = sk_X509_value(t->known, i);
                 if (X509_self_signed(c, 0) == 1) {
-                        if (X509_STORE_add_cert(store, c) != 1)
+                        if (X509_STORE_add_cert(t->anchors, c) != 1)
                                 return -TG_ERR_NOMEM;
                         anchors++;
-                } else if (!X509_add_cert(untrusted, c, X509_ADD_FLAG_UP_REF))
+                } else if (!X509_add_cert(t->untrusted, c, X509_ADD_FLAG_UP_REF))
                         return -TG_ERR_NOMEM;
         }
+        ERR_clear_error();
         if (anchors == 0)
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "The manufacturer CA store %s holds no self-signed root CA certificate: add the "
                                     "vendor's root CA.", ca_store);
         if (intermediates_file) {
-                r = load_pem_certs(intermediates_file, untrusted);
+                r = load_pem_certs(intermediates_file, t->untrusted);
                 if (r < 0)
                         return r;
                 if (r == 0)
                         return log_error_rc(-TG_ERR_EK_CERT, "The intermediates file %s holds no PEM certificate.",
                                             intermediates_file);
         }
+        *ret = TAKE_PTR(t);
+        return 0;
+}
 
-        if (X509_STORE_CTX_init(ctx, store, cert, untrusted) != 1)
+int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert) {
+        _cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+
+        if (!ctx)
+                return -TG_ERR_NOMEM;
+        if (X509_STORE_CTX_init(ctx, trust->anchors, cert, trust->untrusted) != 1)
                 return -TG_ERR_NOMEM;
         /*
          * No X509_V_FLAG_IGNORE_CRITICAL: EK certificates (TCG EK Credential
          * Profile, and swtpm's) mark the subjectAltName critical (TPM
          * manufacturer, model, version as a directoryName) and basicConstraints
-         * and keyUsage critical; OpenSSL handles all three. Any other critical
-         * extension is refused rather than ignored. No purpose is set: an EK's
-         * key usage is keyEncipherment (RSA) or keyAgreement (ECC), never
-         * digitalSignature, and it needs none.
+         * and keyUsage critical; OpenSSL handles all three, so swtpm's
+         * certificates verify as they are. Any other critical extension is
+         * refused rather than ignored. No purpose is set: an EK's key usage is
+         * keyEncipherment (RSA) or keyAgreement (ECC), never digitalSignature,
+         * and it needs none.
          */
         if (X509_verify_cert(ctx) == 1) {
                 ERR_clear_error();
                 return 0;
         }
         ERR_clear_error();
-        return chain_error(ctx, known);
+        return chain_error(ctx, trust->known);
 }
 
 /* ---- KDFs ---- */
@@ -931,12 +959,12 @@ static void ek_candidate_done(ek_candidate *c) {
 }
 
 /* Verifies cert and finds the template (among those allowed for nv_index, 0 = any) that re-creates its key. */
-static int ek_candidate_try(tg_tpm *tpm, const tg_ek_options *opts, X509 *cert, uint32_t nv_index,
+static int ek_candidate_try(tg_tpm *tpm, const tg_ek_trust *trust, X509 *cert, uint32_t nv_index,
                             const char *origin, ek_candidate *ret) {
         EVP_PKEY *key;
         int r;
 
-        r = tg_ek_cert_verify(cert, opts->ca_store, opts->intermediates_file);
+        r = tg_ek_cert_verify(trust, cert);
         if (r < 0)
                 return r;
         key = X509_get0_pubkey(cert);
@@ -969,23 +997,24 @@ static int ek_candidate_try(tg_tpm *tpm, const tg_ek_options *opts, X509 *cert, 
                             "another public key. Use this TPM's own EK certificate.", origin);
 }
 
-static int ek_candidate_from_file(tg_tpm *tpm, const tg_ek_options *opts, ek_candidate *ret) {
+static int ek_candidate_from_file(tg_tpm *tpm, const tg_ek_trust *trust, const char *cert_file,
+                                  ek_candidate *ret) {
         _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_(X509_freep) X509 *cert = NULL;
         size_t size = 0;
         int r;
 
-        r = tg_read_file(opts->cert_file, EK_CERT_MAX_SIZE, &buf, &size);
+        r = tg_read_file(cert_file, EK_CERT_MAX_SIZE, &buf, &size);
         if (r < 0)
-                return log_error_rc(-TG_ERR_EK_CERT, "Cannot read the EK certificate file %s (%s).", opts->cert_file,
+                return log_error_rc(-TG_ERR_EK_CERT, "Cannot read the EK certificate file %s (%s).", cert_file,
                                     tg_err_str(r));
         r = tg_ek_cert_parse(buf, size, &cert);
         if (r < 0)
                 return r;
-        return ek_candidate_try(tpm, opts, cert, 0, opts->cert_file, ret);
+        return ek_candidate_try(tpm, trust, cert, 0, cert_file, ret);
 }
 
-static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_options *opts, ek_candidate *ret) {
+static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_trust *trust, ek_candidate *ret) {
         bool present[ELEMENTSOF(ek_templates)];
         int r, first_error = 0;
 
@@ -1006,7 +1035,7 @@ static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_options *opts, ek_candi
                 if (r >= 0)
                         r = tg_ek_cert_parse(buf, size, &cert);
                 if (r >= 0)
-                        r = ek_candidate_try(tpm, opts, cert, ek_templates[i].nv_index, origin, ret);
+                        r = ek_candidate_try(tpm, trust, cert, ek_templates[i].nv_index, origin, ret);
                 if (r >= 0)
                         return 0;
                 if (r != -TG_ERR_EK_CERT)
@@ -1101,17 +1130,19 @@ static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR key, const TPM2B_NA
 int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const TPM2B_NAME *key_name,
                      tg_ek_result *ret) {
         _cleanup_(ek_candidate_done) ek_candidate c = { .ek = { .esys = tpm->esys, .tr = ESYS_TR_NONE } };
+        _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
         tg_ek_result result = {};
         unsigned digest_len = 0;
         int r;
 
         assert(tpm && opts && key_name && ret);
 
-        if (!opts->ca_store)
-                return log_error_rc(-TG_ERR_EK_CERT,
-                                    "No manufacturer CA store is configured: an EK certificate cannot be trusted "
-                                    "without one. Install the TPM vendor's EK CA certificates and configure them.");
-        r = opts->cert_file ? ek_candidate_from_file(tpm, opts, &c) : ek_candidate_from_nv(tpm, opts, &c);
+        /* The CA store first: a broken store is reported once, before any TPM work. */
+        r = tg_ek_trust_load(opts->ca_store, opts->intermediates_file, &trust);
+        if (r < 0)
+                return r;
+        r = opts->cert_file ? ek_candidate_from_file(tpm, trust, opts->cert_file, &c)
+                            : ek_candidate_from_nv(tpm, trust, &c);
         if (r < 0)
                 return r;
         log_debug("EK certificate verified; EK re-created from template %s.", c.template->name);
