@@ -257,12 +257,12 @@ int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret) {
 }
 
 int tg_ek_cert_parse(const uint8_t *buf, size_t size, X509 **ret) {
-        static const char pem_begin[] = "-----BEGIN CERTIFICATE-----";
         X509 *cert = NULL;
         size_t len;
         int r;
 
-        if (size >= sizeof pem_begin - 1 && memmem(buf, size, pem_begin, sizeof pem_begin - 1)) {
+        /* DER starts with its SEQUENCE tag; anything else must be PEM. */
+        if (size > 0 && buf[0] != 0x30) {
                 _cleanup_(BIO_freep) BIO *bio = BIO_new_mem_buf(buf, (int) size);
                 if (!bio)
                         return -TG_ERR_NOMEM;
@@ -270,7 +270,7 @@ int tg_ek_cert_parse(const uint8_t *buf, size_t size, X509 **ret) {
                 ERR_clear_error();
                 if (!cert)
                         return log_error_rc(-TG_ERR_EK_CERT,
-                                            "The EK certificate file holds a PEM block that is not a valid certificate.");
+                                            "The EK certificate is neither DER nor a PEM certificate: not a certificate.");
         } else {
                 const uint8_t *p = buf;
                 r = tg_ek_cert_der_length(buf, size, &len);
@@ -301,8 +301,12 @@ static char *name_oneline(const X509_NAME *name) {
         return s;
 }
 
-/* Reads every certificate of a PEM file into out. Returns how many (may be 0). */
-static int load_pem_certs(const char *path, STACK_OF(X509) *out) {
+/*
+ * Reads every certificate of a PEM file into out; a file without PEM that is
+ * exactly one DER certificate (vendors often publish their CA certificates as
+ * .cer/.crt in DER) counts as well. Returns how many (may be 0).
+ */
+static int load_certs(const char *path, STACK_OF(X509) *out) {
         _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_(BIO_freep) BIO *bio = NULL;
         size_t size = 0;
@@ -312,6 +316,20 @@ static int load_pem_certs(const char *path, STACK_OF(X509) *out) {
         if (r < 0)
                 return log_error_rc(-TG_ERR_EK_CERT, "Cannot read the CA certificate file %s (%s).", path,
                                     tg_err_str(r));
+        if (size > 0 && buf[0] == 0x30) {
+                const uint8_t *p = buf;
+                X509 *c = d2i_X509(NULL, &p, (long) size);
+                ERR_clear_error();
+                if (!c || (size_t) (p - buf) != size) {
+                        X509_free(c);
+                        return log_error_rc(-TG_ERR_EK_CERT, "%s is neither PEM nor one DER certificate.", path);
+                }
+                if (!sk_X509_push(out, c)) {
+                        X509_free(c);
+                        return -TG_ERR_NOMEM;
+                }
+                return 1;
+        }
         bio = BIO_new_mem_buf(buf, (int) size);
         if (!bio)
                 return -TG_ERR_NOMEM;
@@ -355,20 +373,20 @@ static int load_ca_store(const char *ca_store, STACK_OF(X509) *out) {
                                 return -TG_ERR_NOMEM;
                         if (stat(path, &fst) < 0 || !S_ISREG(fst.st_mode))
                                 continue;
-                        r = load_pem_certs(path, out);
+                        r = load_certs(path, out);
                         if (r < 0)
                                 return r;
                         if (r == 0)
-                                log_debug("%s holds no PEM certificate, ignored.", path);
+                                log_debug("%s holds no certificate, ignored.", path);
                 }
         } else {
-                r = load_pem_certs(ca_store, out);
+                r = load_certs(ca_store, out);
                 if (r < 0)
                         return r;
         }
         if (sk_X509_num(out) == 0)
                 return log_error_rc(-TG_ERR_EK_CERT,
-                                    "The manufacturer CA store %s holds no PEM certificate.", ca_store);
+                                    "The manufacturer CA store %s holds no certificate.", ca_store);
         return 0;
 }
 
@@ -490,11 +508,11 @@ int tg_ek_trust_load(const char *ca_store, const char *intermediates_file, tg_ek
                                     "The manufacturer CA store %s holds no self-signed root CA certificate: add the "
                                     "vendor's root CA.", ca_store);
         if (intermediates_file) {
-                r = load_pem_certs(intermediates_file, t->untrusted);
+                r = load_certs(intermediates_file, t->untrusted);
                 if (r < 0)
                         return r;
                 if (r == 0)
-                        return log_error_rc(-TG_ERR_EK_CERT, "The intermediates file %s holds no PEM certificate.",
+                        return log_error_rc(-TG_ERR_EK_CERT, "The intermediates file %s holds no certificate.",
                                             intermediates_file);
         }
         *ret = TAKE_PTR(t);
@@ -875,6 +893,7 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         _cleanup_esys_ TPM2B_NV_PUBLIC *pub = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
         uint16_t chunk = nv_buffer_max(tpm), size;
+        ESYS_TR auth;
         TSS2_RC rc;
 
         rc = Esys_TR_FromTPMPublic(tpm->esys, index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &nv.tr);
@@ -887,14 +906,26 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         if (size == 0 || size > EK_CERT_MAX_SIZE)
                 return log_error_rc(-TG_ERR_EK_CERT, "The EK certificate NV index 0x%08x has an implausible size (%u).",
                                     index, size);
+        /*
+         * EK certificate indices are TPMA_NV_AUTHREAD with an empty auth value:
+         * the index authorizes its own read. An index readable only by the
+         * owner is read with the owner hierarchy (its auth as set by the caller).
+         */
+        if (pub->nvPublic.attributes & TPMA_NV_AUTHREAD)
+                auth = nv.tr;
+        else if (pub->nvPublic.attributes & TPMA_NV_OWNERREAD)
+                auth = ESYS_TR_RH_OWNER;
+        else
+                return log_error_rc(-TG_ERR_EK_CERT,
+                                    "The EK certificate NV index 0x%08x is readable neither with its own nor with "
+                                    "owner authorization.", index);
         buf = malloc(size);
         if (!buf)
                 return -TG_ERR_NOMEM;
         for (uint16_t off = 0; off < size;) {
                 _cleanup_esys_ TPM2B_MAX_NV_BUFFER *data = NULL;
                 uint16_t want = size - off < chunk ? size - off : chunk;
-                /* authHandle = the index itself, empty password (EK certificate indices are TPMA_NV_AUTHREAD). */
-                rc = Esys_NV_Read(tpm->esys, nv.tr, nv.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                rc = Esys_NV_Read(tpm->esys, auth, nv.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
                                   want, off, &data);
                 if (rc != TSS2_RC_SUCCESS)
                         return tg_tpm_rc(rc, "NV_Read(EK certificate)");

@@ -168,6 +168,20 @@ static const char *write_pem(const char *name, X509 *a, X509 *b) {
         return path;
 }
 
+static const char *write_der(const char *name, X509 *cert) {
+        static char paths[8][PATH_MAX];
+        static size_t next;
+        char *path = paths[next++ % ELEMENTSOF(paths)];
+        FILE *f;
+
+        snprintf(path, PATH_MAX, "%s/%s", tmpdir, name);
+        f = fopen(path, "we");
+        assert_non_null(f);
+        assert_int_equal(i2d_X509_fp(f, cert), 1);
+        assert_int_equal(fclose(f), 0);
+        return path;
+}
+
 static int verify_with(const char *store, const char *intermediates, X509 *leaf) {
         _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
         int r;
@@ -228,6 +242,20 @@ static void test_chain_valid(void **state) {
         write_pem("store.d/unrelated.pem", c->other.root, NULL);
         assert_int_equal(verify_with(dir, NULL, c->leaf), 0);
 
+        /* Vendors publish CA certificates in DER too; stray non-certificate files are ignored. */
+        snprintf(dir, sizeof dir, "%s/store-der.d", tmpdir);
+        assert_int_equal(mkdir(dir, 0700), 0);
+        write_der("store-der.d/root.cer", c->one.root);
+        write_der("store-der.d/ek-ca.crt", c->one.intermediate);
+        char readme[PATH_MAX + 16];
+        snprintf(readme, sizeof readme, "%s/README", dir);
+        FILE *f = fopen(readme, "we");
+        assert_non_null(f);
+        fputs("These are the vendor's certificates.\n", f);
+        fclose(f);
+        assert_int_equal(verify_with(dir, NULL, c->leaf), 0);
+        assert_int_equal(verify_with(write_der("root.der", c->one.root), c->intermediate, c->leaf), 0);
+
         /* An RSA EK key (keyEncipherment only) verifies as well. */
         EVP_PKEY *rsa = gen_key("RSA");
         X509 *leaf = make_cert("", rsa, c->one.intermediate, c->one.int_key, CERT_EK, -1, 3650);
@@ -253,7 +281,7 @@ static void test_store_errors(void **state) {
         fputs("not a certificate\n", f);
         fclose(f);
         assert_int_equal(verify_with(path, NULL, c->leaf), -TG_ERR_EK_CERT);
-        assert_error_mentions("holds no PEM certificate");
+        assert_error_mentions("holds no certificate");
 }
 
 static void test_chain_self_signed(void **state) {
