@@ -408,6 +408,10 @@ int main(int argc, char *argv[]) {
         int opt, r;
 
         tg_process_harden();
+        /* tpm2-tss logs expected TPM refusals (wrong PIN, absent handle) as
+         * errors on stderr; our messages explain them. TSS2_LOG set by the
+         * user still wins. */
+        (void) setenv("TSS2_LOG", "all+none", 0);
 
         while ((opt = getopt_long(argc, argv, "c:vqh", options, NULL)) >= 0)
                 switch (opt) {
