@@ -214,7 +214,8 @@ static int cmd_verify(const cli *c) {
         _cleanup_secret_ tg_secret *eauth = NULL;
         _cleanup_(json_object_putp) json_object *json = NULL;
         tg_verify_report report = {};
-        tg_verify_options o = { .null_name_path = c->null_name };
+        /* Always a full verification; --record also leaves this boot's cache for the unlocks. */
+        tg_verify_options o = { .null_name_path = c->null_name, .use_cache = c->record };
         const char *text;
         int r, q;
 
