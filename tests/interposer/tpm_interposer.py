@@ -186,6 +186,7 @@ class Findings:
             "commands": 0,
             "attacks": [],
             "session_keys": [],
+            "opaque_sessions": [],
             "plaintexts": [],
             "auth_values": [],
             "pins": [],
@@ -472,6 +473,8 @@ class Proxy:
     def preprocess(self, upstream, cmd, ctx):
         if cmd.cc == 0x176:
             self.pre_start_session(upstream, cmd, ctx)
+        if not any(a.attrs & tw.TPMA_SESSION_DECRYPT for a in cmd.auths):
+            self.note_clear(cmd, "command", cmd.params)
         if not cmd.auths:
             return
         # Cleartext authValues.
@@ -567,8 +570,27 @@ class Proxy:
                         reason="man-in-the-middle session" if s.mitm else "substituted name in cpHash")
         cmd.params = new_params
 
-    def note_plaintext(self, cmd, direction, session, pt):
-        item = {"command": cmd.name, "direction": direction, "session": hh(session), "data": hx(pt)}
+    # Commands and responses whose first parameter is a secret when sent in clear.
+    SECRET_COMMAND_PARAMS = (0x153, 0x131, 0x191, 0x129, 0x150, 0x13B)
+    SECRET_RESPONSE_PARAMS = (0x15E, 0x17B)
+
+    def note_clear(self, cmd, direction, params):
+        """A secret-bearing first parameter that crossed the bus without encryption."""
+        codes = self.SECRET_COMMAND_PARAMS if direction == "command" else self.SECRET_RESPONSE_PARAMS
+        if cmd.cc not in codes:
+            return
+        try:
+            first, _ = tw.split_first_tpm2b(params)
+        except tw.WireError:
+            return
+        if cmd.cc in (0x153, 0x131, 0x191) and first in (b"\0\0\0\0",):
+            return  # empty userAuth and empty data: nothing secret
+        if first:
+            self.note_plaintext(cmd, direction, None, first, in_clear=True)
+
+    def note_plaintext(self, cmd, direction, session, pt, in_clear=False):
+        item = {"command": cmd.name, "direction": direction, "session": hh(session) if session is not None else None,
+                "data": hx(pt), "in_clear": in_clear}
         try:
             if direction == "command" and cmd.cc in (0x153, 0x131, 0x191):
                 # TPM2B_SENSITIVE_CREATE contents: userAuth, data.
@@ -690,6 +712,7 @@ class Proxy:
                     self.findings.add("errors", {"command": cmd.name, "error": "decrypt: %s" % e})
         else:
             plain = params
+            self.note_clear(cmd, "response", params)
         # Substitution works on the plaintext parameters.
         new_plain = None
         if plain is not None and cmd.cc in (0x131, 0x173):
@@ -736,7 +759,9 @@ class Proxy:
         s.salt_key = info["fake"]
         self.sessions[handle] = s
         if info["opaque"]:
-            self.log("session %s is salted to a genuine key: opaque", hh(handle))
+            self.log("session %s is salted to a key the proxy does not hold: opaque", hh(handle))
+            self.findings.add("opaque_sessions", {"session": hh(handle), "salted_to": hh(info["tpm_key"]),
+                                                  "bind": hh(info["bind"])})
             return
         try:
             s.client_key = tw.session_key(s.auth_hash, info["bind_auth"], info["client_salt"], nonce_tpm,
