@@ -345,11 +345,13 @@ class EndToEndTest(unittest.TestCase):
 
     def start_proxy(self, mode, *extra):
         pidfile = os.path.join(self.dir, "proxy.pid")
+        self.proxy_log = open(os.path.join(self.dir, "proxy.log"), "w")
+        self.addCleanup(self.proxy_log.close)
         self.proxy = subprocess.Popen(
             [sys.executable, PROXY, "--listen", self.sock, "--upstream", os.path.join(self.tpm, "tpm.sock"),
              "--mode", mode, "--findings", self.findings, "--record", self.recordf, "--pidfile", pidfile,
              "--timeout", "10", "--verbose"] + list(extra),
-            stderr=open(os.path.join(self.dir, "proxy.log"), "w"))
+            stderr=self.proxy_log)
         self.addCleanup(self.stop_proxy)
         for _ in range(100):
             if os.path.exists(self.sock + ".ctrl") and os.path.exists(pidfile):
@@ -464,6 +466,46 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual([(p["pin"], p["transform"]) for p in f["pins"]], [("0815", "sha256")])
         self.assertIn(b"disk secret 0123".hex(), [p.get("unsealed") for p in f["plaintexts"]])
         self.assertEqual(f["hmac_untranslated"], [])
+
+    def test_pin_crack_unsalted_policy_session(self):
+        """PolicyAuthValue in an unsalted, unbound policy session: the HMAC key is the PIN alone."""
+        with open(os.path.join(self.dir, "secret"), "wb") as f:
+            f.write(b"sealed under a PIN")
+        direct = dict(via_proxy=False)
+        self.tool("tpm2_startauthsession", "-S", "trial.ctx", **direct)
+        self.tool("tpm2_policyauthvalue", "-S", "trial.ctx", "-L", "policy.dat", **direct)
+        self.tool("tpm2_flushcontext", "trial.ctx", **direct)
+        self.tool("tpm2_createprimary", "-C", "o", "-G", "ecc", "-c", "srk.ctx", **direct)
+        self.tool("tpm2_flushcontext", "--transient-object", **direct)
+        self.tool("tpm2_create", "-C", "srk.ctx", "-i", "secret", "-L", "policy.dat", "-p", "2468",
+                  "-a", "fixedtpm|fixedparent", "-u", "o.pub", "-r", "o.priv", **direct)
+        self.tool("tpm2_flushcontext", "--transient-object", **direct)
+        self.tool("tpm2_load", "-C", "srk.ctx", "-u", "o.pub", "-r", "o.priv", "-c", "o.ctx", **direct)
+        self.tool("tpm2_flushcontext", "--transient-object", **direct)
+        self.start_proxy("pin-crack")
+        self.tool("tpm2_startauthsession", "--policy-session", "-S", "p.ctx")
+        self.tool("tpm2_policyauthvalue", "-S", "p.ctx")
+        out = self.tool("tpm2_unseal", "-c", "o.ctx", "-p", "session:p.ctx+2468").stdout
+        self.tool("tpm2_flushcontext", "p.ctx")
+        self.flush_transient()
+        self.assertEqual(out, b"sealed under a PIN")
+        f = self.finish()
+        self.assertEqual([(p["pin"], p["transform"]) for p in f["pins"]], [("2468", "raw")])
+        self.assertEqual([c["result"] for c in f["pin_crack"]], ["found"])
+        self.assertIn(out.hex(), [p.get("unsealed", p["data"]) for p in f["plaintexts"]])
+        # Nothing active happened: pin-crack alone only listens.
+        self.assertEqual([a["attack"] for a in f["attacks"]], ["pin-crack"])
+        self.assertEqual(self.records()[-1]["upstream_hex"], None)
+
+    def test_control_channel_is_forwarded(self):
+        direct = subprocess.run(["swtpm_ioctl", "--unix", os.path.join(self.tpm, "tpm.sock.ctrl"), "-c"],
+                                stdout=subprocess.PIPE, check=True, timeout=30).stdout
+        self.start_proxy("record")
+        proxied = subprocess.run(["swtpm_ioctl", "--unix", self.sock + ".ctrl", "-c"],
+                                 stdout=subprocess.PIPE, check=True, timeout=30).stdout
+        self.finish()
+        self.assertTrue(direct)
+        self.assertEqual(direct, proxied)
 
     def test_reset_replays_pcr_extend(self):
         digest = hashlib.sha256(b"measured boot").hexdigest()

@@ -519,8 +519,13 @@ class Proxy:
                 # The HMAC field carries the authValue; the session key still encrypts.
                 ctx.session_auth[i] = b""
                 continue
-            if not a.hmac or client_names is None:
+            if not a.hmac:
                 ctx.session_auth[i] = b""
+                continue
+            if client_names is None:
+                if s.mitm:
+                    self.findings.add("hmac_untranslated", {"command": cmd.name, "session": hh(a.handle),
+                                                            "reason": "the name of a handle is unknown"})
                 continue
             h = s.auth_hash
             cp = client_cp.get(h)
@@ -532,8 +537,11 @@ class Proxy:
             if found is None and entity is not None:
                 found = self.pin_crack(cap)
             if found is None:
-                self.findings.add("hmac_untranslated", {"command": cmd.name, "session": hh(a.handle),
-                                                        "reason": "no known authValue verifies the client's HMAC"})
+                if s.mitm or client_names != real_names:
+                    # The TPM will reject this HMAC: the client notices the attack.
+                    self.findings.add("hmac_untranslated", {
+                        "command": cmd.name, "session": hh(a.handle),
+                        "reason": "no known authValue verifies the client's HMAC"})
                 continue
             ctx.session_auth[i] = found
         # 2. Parameter decryption (and re-encryption for a man-in-the-middle session).
@@ -838,8 +846,11 @@ class Proxy:
                 try:
                     self.preprocess(upstream, cmd, ctx)
                     to_tpm = cmd.marshal()
-                except tw.WireError as e:
-                    self.findings.add("errors", {"seq": seq, "command": cmd.name, "error": "parse: %s" % e})
+                except (OSError, TimeoutError):
+                    raise
+                except Exception as e:  # a malformed command is forwarded untouched
+                    self.findings.add("errors", {"seq": seq, "command": cmd.name,
+                                                 "error": "command: %s: %s" % (type(e).__name__, e)})
                     to_tpm = raw
             upstream_resp = self.transact(upstream, to_tpm)
             if cc == 0x182 and tw.read_header(upstream_resp)[2] == 0:
@@ -852,8 +863,12 @@ class Proxy:
                     self.postprocess(upstream, ctx, resp)
                     self.update_sessions(ctx, resp)
                     out = resp.marshal()
-                except tw.WireError as e:
-                    self.findings.add("errors", {"seq": seq, "command": cmd.name, "error": "response: %s" % e})
+                except (OSError, TimeoutError):
+                    raise
+                except Exception as e:  # a malformed response is forwarded untouched
+                    self.findings.add("errors", {"seq": seq, "command": cmd.name,
+                                                 "error": "response: %s: %s" % (type(e).__name__, e)})
+                    out = upstream_resp
             action = None
             out = self.active_modes(cc, n, seq, out)
             if out is not None and "reset" in self.modes and self.args.reset_after \
