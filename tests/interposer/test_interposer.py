@@ -440,6 +440,29 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(f["errors"], [])
         self.assertEqual(f["hmac_untranslated"], [])
 
+    def test_substitute_persistent_srk(self):
+        """systemd's path: a persistent SRK at 0x81000001 read with ReadPublic, then a salted session."""
+        direct = dict(via_proxy=False)
+        self.tool("tpm2_createprimary", "-C", "o", "-G", "ecc", "-c", "srk.ctx", **direct)
+        self.tool("tpm2_evictcontrol", "-C", "o", "-c", "srk.ctx", "0x81000001", **direct)
+        self.tool("tpm2_flushcontext", "--transient-object", **direct)
+        real = self.tool("tpm2_readpublic", "-c", "0x81000001", **direct).stdout.decode()
+        self.start_proxy("substitute")
+        seen = self.tool("tpm2_readpublic", "-c", "0x81000001").stdout.decode()
+        self.tool("tpm2_startauthsession", "--hmac-session", "-c", "0x81000001", "-S", "s.ctx")
+        rnd = self.tool("tpm2_getrandom", "--hex", "20", "-S", "s.ctx").stdout.decode()
+        self.tool("tpm2_flushcontext", "s.ctx")
+        f = self.finish()
+        sub = [a for a in f["attacks"] if a["attack"] == "substitute-public"]
+        self.assertTrue(sub)
+        self.assertTrue(all(a["command"] == "ReadPublic" and a["handle"] == "0x81000001" for a in sub))
+        self.assertIn("name: " + sub[0]["real_name"], real)
+        self.assertIn("name: " + sub[0]["fake_name"], seen)
+        self.assertIn(rnd, [p["data"] for p in f["plaintexts"] if not p["in_clear"]])
+        keys = [k for k in f["session_keys"] if k["via"] == "salt to substituted key"]
+        self.assertEqual([k["salted_to"] for k in keys], ["0x81000001"])
+        self.assertTrue(keys[0]["verified"])
+
     def test_substitute_and_pin_crack_unseal(self):
         """The systemd-style attack: a salted session to an unverified SRK, a PIN, an unseal."""
         with open(os.path.join(self.dir, "secret"), "wb") as f:
@@ -464,6 +487,11 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(out, b"disk secret 0123")
         f = self.finish()
         self.assertEqual([(p["pin"], p["transform"]) for p in f["pins"]], [("0815", "sha256")])
+        # tpm2_load authorised the swapped parent in an unsalted HMAC session: the
+        # proxy recomputed that HMAC with the real name, else Load would have failed.
+        self.assertIn(("Load", "substituted name in cpHash"),
+                      [(a.get("command"), a.get("reason")) for a in f["attacks"] if a["attack"] == "hmac-recompute"])
+        self.assertTrue(all(k["verified"] for k in f["session_keys"] if k["via"] == "salt to substituted key"))
         self.assertIn(b"disk secret 0123".hex(), [p.get("unsealed") for p in f["plaintexts"]])
         self.assertEqual(f["hmac_untranslated"], [])
 

@@ -162,6 +162,7 @@ class Session:
         self.policy_auth_value = False
         self.policy_password = False
         self.salt_key = None     # FakeKey when salted to a substituted key
+        self.entry = None        # its session_keys entry in the findings
 
     @property
     def known(self):
@@ -333,8 +334,7 @@ class Proxy:
         self.replay_store = {}
         self.seq = 0
         self.crack_threads = []
-        self.captures = []
-        self.cracked_captures = set()
+        self.crack_attempted = set()
 
     # -- logging/recording --
 
@@ -544,6 +544,9 @@ class Proxy:
                         "reason": "no known authValue verifies the client's HMAC"})
                 continue
             ctx.session_auth[i] = found
+            if s.entry is not None and not s.entry["verified"]:
+                with self.findings.lock:
+                    s.entry["verified"] = True
         # 2. Parameter decryption (and re-encryption for a man-in-the-middle session).
         new_params = cmd.params
         if dec_i is not None:
@@ -624,6 +627,12 @@ class Proxy:
         the PBKDF2 ones run in a background thread and only report."""
         if "pin-crack" not in self.modes:
             return None
+        # One search per session and command: a PIN that is not in the
+        # dictionary is not found by searching again.
+        attempt = (cap.session, cap.command)
+        if attempt in self.crack_attempted:
+            return None
+        self.crack_attempted.add(attempt)
         transforms = pin_transforms(self.args.pin_salt)
         fast, slow = transforms[:2], transforms[2:]
         pin, tname, auth, tried = crack(cap, fast, self.args.wordlist)
@@ -744,7 +753,13 @@ class Proxy:
         extra = b""
         for i, a in enumerate(cmd.auths):
             s = self.sessions.get(a.handle)
-            if s is None or not s.known or not resp.auths[i].hmac:
+            if not resp.auths[i].hmac:
+                continue
+            if s is None or not s.known:
+                if ctx.params_changed:
+                    # A swapped response in a session the proxy cannot key: the client sees a bad HMAC.
+                    self.findings.add("hmac_untranslated", {"command": cmd.name, "session": hh(a.handle),
+                                                            "reason": "response changed in an opaque session"})
                 continue
             if not (s.mitm or ctx.params_changed):
                 continue
@@ -785,11 +800,15 @@ class Proxy:
             via = "unsalted, bound (bind authValue assumed empty)"
         else:
             via = "unsalted, unbound"
-        self.findings.add("session_keys", {
+        # "verified" turns true once a command HMAC checks out under this key,
+        # which proves the derivation (a bound session's bind authValue is a guess).
+        s.entry = {
             "session": hh(handle), "type": {0: "hmac", 1: "policy", 3: "trial"}.get(s.type, s.type),
             "auth_hash": tw.HASHES.get(s.auth_hash, s.auth_hash), "salted_to": hh(info["tpm_key"]),
             "bind": hh(info["bind"]), "via": via, "salt": hx(info["client_salt"]),
-            "session_key": hx(s.client_key), "tpm_salt": hx(info["tpm_salt"]), "tpm_session_key": hx(s.tpm_key)})
+            "session_key": hx(s.client_key), "tpm_salt": hx(info["tpm_salt"]), "tpm_session_key": hx(s.tpm_key),
+            "verified": False}
+        self.findings.add("session_keys", s.entry)
 
     def update_sessions(self, ctx, resp):
         cmd = ctx.cmd
