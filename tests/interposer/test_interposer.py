@@ -320,6 +320,40 @@ class PinCrackTest(unittest.TestCase):
         self.assertTrue(self.capture(b"12\0\0").matches(b"12"))
 
 
+class ProxyLogicTest(unittest.TestCase):
+    """The proxy's passive analysis on hand-built traffic (no TPM needed)."""
+
+    def proxy(self):
+        with tempfile.NamedTemporaryFile() as f:
+            args = ti.parse_args(["--listen", "/nonexistent/x", "--upstream", f.name, "--mode", "pin-crack"])
+        return ti.Proxy(args)
+
+    def test_clear_create_and_password_session(self):
+        p = self.proxy()
+        sensitive = tw.tpm2b(tw.tpm2b(b"1234") + tw.tpm2b(b"data"))
+        params = sensitive + tw.tpm2b(b"public") + tw.tpm2b(b"") + tw.u32(0)
+        auth = tw.AuthCommand(tw.TPM_RS_PW, b"", 0, b"ownerpw")
+        area = auth.marshal()
+        body = tw.u32(0x81000001) + tw.u32(len(area)) + area + params
+        raw = tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body)) + tw.u32(0x153) + body
+        cmd = tw.Command(raw)
+        p.preprocess(None, cmd, ti.CommandContext(cmd))
+        d = p.findings.data
+        self.assertEqual({(a["kind"], a["auth_value"]) for a in d["auth_values"]},
+                         {("password-session", b"ownerpw".hex()), ("inSensitive.userAuth", b"1234".hex())})
+        self.assertEqual([(x["user_auth"], x["sensitive_data"], x["in_clear"]) for x in d["plaintexts"]],
+                         [(b"1234".hex(), b"data".hex(), True)])
+        self.assertEqual(sorted(p.known_auths), [b"1234", b"ownerpw"])
+
+    def test_empty_sensitive_is_not_a_secret(self):
+        p = self.proxy()
+        params = tw.tpm2b(tw.tpm2b(b"") + tw.tpm2b(b"")) + tw.tpm2b(b"public")
+        raw = tw.build_command(0x153, [0x80000000], params)
+        cmd = tw.Command(raw)
+        p.preprocess(None, cmd, ti.CommandContext(cmd))
+        self.assertEqual(p.findings.data["plaintexts"], [])
+
+
 # --- end to end -----------------------------------------------------------------------------
 
 E2E_TOOLS = ("swtpm", "swtpm_setup", "swtpm_ioctl", "tpm2_getrandom", "tpm2_createprimary",
@@ -374,6 +408,7 @@ class EndToEndTest(unittest.TestCase):
         """Stop the proxy and return its findings."""
         self.assertEqual(self.stop_proxy(), 0)
         self.assertFalse(os.path.exists(self.sock))
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "proxy.pid")))
         with open(self.findings) as f:
             return json.load(f)
 
@@ -525,6 +560,72 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual([a["attack"] for a in f["attacks"]], ["pin-crack"])
         self.assertEqual(self.records()[-1]["upstream_hex"], None)
 
+    def seal(self, secret, auth_hex, policy=None):
+        """Enrol a sealed object straight at swtpm (no interposer): o.pub, o.priv, o.ctx."""
+        with open(os.path.join(self.dir, "secret"), "wb") as f:
+            f.write(secret)
+        direct = dict(via_proxy=False)
+        self.tool("tpm2_createprimary", "-C", "o", "-G", "ecc", "-c", "srk.ctx", **direct)
+        self.tool("tpm2_flushcontext", "--transient-object", **direct)
+        extra = ["-L", policy, "-a", "fixedtpm|fixedparent"] if policy else []
+        self.tool("tpm2_create", "-C", "srk.ctx", "-i", "secret", "-p", "hex:" + auth_hex, "-u", "o.pub",
+                  "-r", "o.priv", *extra, **direct)
+        self.tool("tpm2_flushcontext", "--transient-object", **direct)
+        self.tool("tpm2_load", "-C", "srk.ctx", "-u", "o.pub", "-r", "o.priv", "-c", "o.ctx", **direct)
+        self.tool("tpm2_flushcontext", "--transient-object", **direct)
+
+    def test_pin_crack_systemd_salted_pin(self):
+        """systemd >= 253's PIN: SHA-256(base64(PBKDF2-HMAC-SHA256(pin, salt, 10000))), in an unsalted session."""
+        import base64
+        salt = os.urandom(32)
+        auth = hashlib.sha256(base64.b64encode(hashlib.pbkdf2_hmac("sha256", b"0003", salt, 10000, 32))).hexdigest()
+        self.seal(b"systemd-style secret", auth)
+        self.start_proxy("pin-crack", "--pin-salt", salt.hex())
+        self.tool("tpm2_startauthsession", "--hmac-session", "-S", "h.ctx")
+        self.tool("tpm2_unseal", "-c", "o.ctx", "-p", "session:h.ctx+hex:" + auth)
+        self.tool("tpm2_flushcontext", "h.ctx")
+        self.flush_transient()
+        f = self.finish()  # waits for the PBKDF2 search
+        self.assertEqual([(p["pin"], p["transform"]) for p in f["pins"]], [("0003", "systemd-pbkdf2-sha256")])
+
+    def test_record_sees_clear_secrets(self):
+        """A client without parameter encryption leaks the authValue and the unsealed data."""
+        self.start_proxy("record")
+        with open(os.path.join(self.dir, "secret"), "wb") as f:
+            f.write(b"in the clear")
+        self.tool("tpm2_createprimary", "-C", "o", "-G", "ecc", "-c", "srk.ctx")
+        self.flush_transient()
+        self.tool("tpm2_create", "-C", "srk.ctx", "-i", "secret", "-p", "9876", "-u", "o.pub", "-r", "o.priv")
+        self.flush_transient()
+        self.tool("tpm2_load", "-C", "srk.ctx", "-u", "o.pub", "-r", "o.priv", "-c", "o.ctx")
+        self.flush_transient()
+        self.assertEqual(self.tool("tpm2_unseal", "-c", "o.ctx", "-p", "9876").stdout, b"in the clear")
+        self.flush_transient()
+        f = self.finish()
+        kinds = {(a["kind"], bytes.fromhex(a["auth_value"])) for a in f["auth_values"]}
+        self.assertIn(("inSensitive.userAuth", b"9876"), kinds)
+        # tpm2_unseal sent the PIN in an unsalted HMAC session; having learnt
+        # the authValue from Create, the proxy verified that session's HMAC.
+        self.assertTrue(all(k["verified"] for k in f["session_keys"]))
+        self.assertIn(b"in the clear".hex(), [p.get("unsealed") for p in f["plaintexts"] if p["in_clear"]])
+        self.assertEqual(f["attacks"], [])
+
+    def test_upstream_hang_does_not_hang_the_client(self):
+        self.start_proxy("record", "--timeout", "2")
+        with open(os.path.join(self.tpm, "swtpm.pid")) as pf:
+            swtpm = int(pf.read())
+        os.kill(swtpm, signal.SIGSTOP)
+        try:
+            t0 = time.monotonic()
+            p = self.tool("tpm2_getrandom", "--hex", "8", check=False)
+            elapsed = time.monotonic() - t0
+        finally:
+            os.kill(swtpm, signal.SIGCONT)
+        self.assertNotEqual(p.returncode, 0)
+        self.assertLess(elapsed, 20)
+        f = self.finish()
+        self.assertTrue(any("TimeoutError" in e["error"] for e in f["errors"]))
+
     def test_control_channel_is_forwarded(self):
         direct = subprocess.run(["swtpm_ioctl", "--unix", os.path.join(self.tpm, "tpm.sock.ctrl"), "-c"],
                                 stdout=subprocess.PIPE, check=True, timeout=30).stdout
@@ -607,7 +708,7 @@ class EndToEndTest(unittest.TestCase):
 def main():
     argv = sys.argv[1:]
     loader = unittest.TestLoader()
-    unit = [MarshallingTest, KdfTest, SaltTest, ParamEncryptionTest, PinCrackTest]
+    unit = [MarshallingTest, KdfTest, SaltTest, ParamEncryptionTest, PinCrackTest, ProxyLogicTest]
     if "--e2e" in argv:
         missing = missing_tools()
         if missing:

@@ -80,7 +80,7 @@ def hx(b):
 
 
 def hh(h):
-    return "0x%08x" % h
+    return "0x%08x" % h if h is not None else None
 
 
 def session_attr_names(a):
@@ -600,7 +600,7 @@ class Proxy:
             self.note_plaintext(cmd, direction, None, first, in_clear=True)
 
     def note_plaintext(self, cmd, direction, session, pt, in_clear=False):
-        item = {"command": cmd.name, "direction": direction, "session": hh(session) if session is not None else None,
+        item = {"command": cmd.name, "direction": direction, "session": hh(session),
                 "data": hx(pt), "in_clear": in_clear}
         try:
             if direction == "command" and cmd.cc in (0x153, 0x131, 0x191):
@@ -1014,6 +1014,7 @@ class Proxy:
             client.close()
             return
         socks = [client, up]
+        waiting_since = None  # the client sent a request that swtpm has not answered yet
         try:
             while not self.stop.is_set():
                 r, _, _ = select.select(socks, [], [], 0.5)
@@ -1022,6 +1023,10 @@ class Proxy:
                     if not data:
                         return
                     (up if s is client else client).sendall(data)
+                    waiting_since = time.monotonic() if s is client else None
+                if waiting_since is not None and time.monotonic() - waiting_since > self.args.timeout:
+                    self.findings.add("errors", {"error": "TimeoutError: control channel: no answer from swtpm"})
+                    return
         except OSError:
             pass
         finally:
