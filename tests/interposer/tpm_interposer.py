@@ -57,6 +57,7 @@ import os
 import select
 import signal
 import socket
+import stat
 import struct
 import sys
 import threading
@@ -1038,8 +1039,10 @@ class Proxy:
         ctrl = listen + ".ctrl"
         socks = []
         for path in (listen, ctrl):
-            if os.path.exists(path):
-                os.unlink(path)
+            if os.path.lexists(path):
+                if not stat.S_ISSOCK(os.lstat(path).st_mode):
+                    raise SystemExit("tpm-interposer: %s exists and is not a socket" % path)
+                os.unlink(path)  # a stale socket from an earlier run
             s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             s.bind(path)
             s.listen(8)
