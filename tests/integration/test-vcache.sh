@@ -3,6 +3,7 @@
 # Integration tier: the per-boot verification cache (cache_dir/null-key.json).
 # A warm cache makes unlocks cheaper; a tampered, stale or foreign cache can
 # only cost a full verification or fail closed, never weaken verification.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
