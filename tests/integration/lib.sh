@@ -124,9 +124,16 @@ with_plugin() {
         local plugdir="$WORK/tokendir"
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
+        # In the sanitizer pass the plugin is built with ASan while cryptsetup is
+        # not: the ASan runtime must then be loaded first (leak checking covers
+        # our own binaries; cryptsetup's allocations are not ours to judge).
+        local preload=()
+        if [ -n "${TPMGUARD_ASAN_RUNTIME:-}" ]; then
+                preload=(env "LD_PRELOAD=$TPMGUARD_ASAN_RUNTIME" "ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
+        fi
         # shellcheck disable=SC2016 # expanded by the inner sh
         unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
-                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
+                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "${preload[@]}" "$@"
 }
 
 # Does the recovery passphrase still open the volume?
