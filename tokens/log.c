@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <systemd/sd-journal.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -66,4 +67,31 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) {
                                "SYSLOG_IDENTIFIER=tpmguard",
                                NULL);
         return rc;
+}
+
+static bool progress_shown;
+
+static bool progress_wanted(void) {
+        return !log_sink && log_max_level >= LOG_INFO && isatty(STDERR_FILENO);
+}
+
+void tg_progress(const char *format, ...) {
+        va_list ap;
+
+        if (!progress_wanted())
+                return;
+        fputs("\r\033[K", stderr);
+        va_start(ap, format);
+        vfprintf(stderr, format, ap);
+        va_end(ap);
+        fflush(stderr);
+        progress_shown = true;
+}
+
+void tg_progress_done(void) {
+        if (!progress_shown)
+                return;
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        progress_shown = false;
 }
