@@ -45,9 +45,9 @@ static const tg_err severity_order[] = {
         TG_ERR_INTERPOSER,
         TG_ERR_EK_PROOF,
         TG_ERR_EK_CERT,
+        TG_ERR_TPM_UNREACHABLE,   /* before the rest: nothing else can be fixed without a TPM */
         TG_ERR_NO_NULL_NAME,
         TG_ERR_NOT_PROVISIONED,
-        TG_ERR_TPM_UNREACHABLE,
         TG_ERR_LOCKOUT,
         TG_ERR_AUTH_NEEDED,
         TG_ERR_TPM,
@@ -919,7 +919,7 @@ static bool listing_has(const char *listing, const char *suffix) {
                 const char *end = strchr(l, '\n');
                 size_t ll = end ? (size_t) (end - l) : strlen(l);
                 if (ll >= sl && memcmp(l + ll - sl, suffix, sl) == 0 &&
-                    (ll == sl || l[ll - sl - 1] == '/'))
+                    (ll == sl || l[ll - sl - 1] == '/' || l[ll - sl - 1] == ' '))
                         return true;
                 l = end ? end + 1 : NULL;
         }
