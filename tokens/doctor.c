@@ -484,8 +484,12 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                 r = log_error_rc(-TG_ERR_EK_CERT,
                                  "The EK certificate in the TPM (SHA-256 %s) is not the one proven at provisioning "
                                  "(%s).", hex, d->pinned.ek_cert_sha256);
-        if (r >= 0)
-                r = tg_ek_cert_verify(cert, d->config->ek_ca, NULL);
+        if (r >= 0) {
+                _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
+                r = tg_ek_trust_load(d->config->ek_ca, NULL, &trust);
+                if (r >= 0)
+                        r = tg_ek_cert_verify(trust, cert);
+        }
         capture_end();
         if (r < 0) {
                 if (r != -TG_ERR_NOMEM && r != -TG_ERR_TPM_UNREACHABLE)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Shell test library for the integration tier: TAP output, one fresh swtpm
 # per test case (tests/fixture/swtpm-fixture), clean teardown on every path.
@@ -32,14 +33,15 @@ test_case() { _tap_cases+=("$1"); }
 
 # A fresh private TPM for the current case, and a config pointing at it.
 tpm_setup() {
-        local variant=${1:-}
+        local variant=("$@")
         WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-test.XXXXXX")
-        "$FIXTURE" start "$WORK/tpm" $variant >/dev/null || return 1
+        "$FIXTURE" start "$WORK/tpm" "${variant[@]}" >/dev/null || return 1
         # shellcheck disable=SC1091
         . "$WORK/tpm/env"
-        mkdir -p "$WORK/state" "$WORK/run"
+        mkdir -p "$WORK/state"
+        mkdir -m 700 "$WORK/run"
         "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name" || return 1
-        write_config
+        write_config required
 }
 
 write_config() {
@@ -94,8 +96,9 @@ run_cases() {
         for c in "${_tap_cases[@]}"; do
                 _tap_n=$((_tap_n + 1))
                 # Not in an "if": bash ignores set -e inside a tested subshell.
-                ( set -e; trap tpm_teardown EXIT; "$c" )
-                if [ $? = 0 ]; then
+                local rc=0
+                ( set -e; trap tpm_teardown EXIT; "$c" ) || rc=$?
+                if [ "$rc" = 0 ]; then
                         echo "ok $_tap_n - $c"
                 else
                         echo "not ok $_tap_n - $c"
@@ -121,6 +124,7 @@ with_plugin() {
         local plugdir="$WORK/tokendir"
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
+        # shellcheck disable=SC2016 # expanded by the inner sh
         unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
                 "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
 }

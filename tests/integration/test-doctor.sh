@@ -4,6 +4,7 @@
 # that matter most (fresh TPM, provisioned, TPM reset after boot) must get
 # three different, correct explanations; then PCR drift, a missing kernel
 # null_name, crypttab and the initrd check.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary tpm2_pcrextend cryptsetup cpio
 

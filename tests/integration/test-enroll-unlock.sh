@@ -3,6 +3,7 @@
 # Integration tier: enrollment (tpmguard enroll; seal + cryptsetup token
 # import) and unlocking through the plugin with the real cryptsetup binary
 # and libcryptsetup, against a real swtpm. Nothing is mocked.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
@@ -117,7 +118,7 @@ test_case edited_token_never_unseals
 edited_token_never_unseals() {
         setup_enrolled
         cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/orig.json"
-        local field edit
+        local edit
         for edit in \
                 's/"pcrs":\[7\]/"pcrs":[8]/' \
                 's/"policy_hash":"0/"policy_hash":"1/;s/"policy_hash":"[1-9a-f]/"policy_hash":"0/' \

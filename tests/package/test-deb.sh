@@ -46,7 +46,7 @@ else
         tail -30 "$T/build.log" | sed 's/^/# /'
         exit 1
 fi
-deb=$(ls "$T"/tpmguard_*.deb 2>/dev/null | head -1)
+deb=$(find "$T" -maxdepth 1 -name "tpmguard_*.deb" | head -1)
 check "the .deb exists" test -f "$deb"
 
 # Lintian-clean means no error and no warning; info and pedantic tags are
@@ -58,7 +58,8 @@ check "lintian: no error or warning" test "$rc" = 0 -a -z "$(grep -E '^[EW]: ' "
 
 # dpkg's own view: would it install here, dependencies and all?
 if [ "$(id -u)" = 0 ]; then
-        check "dpkg --dry-run -i accepts it on this system" sh -c 'dpkg --dry-run -i "$1" >"$2" 2>&1' _ "$deb" "$T/dryrun.log"
+        dry_run() { dpkg --dry-run -i "$deb" >"$T/dryrun.log" 2>&1; }
+        check "dpkg --dry-run -i accepts it on this system" dry_run
         [ -s "$T/dryrun.log" ] && sed 's/^/# /' "$T/dryrun.log" | tail -5
 else
         skip "dpkg --dry-run -i accepts it on this system" "needs root"
