@@ -153,7 +153,8 @@ static int cmd_provision(const cli *c) {
 
         r = tg_provision(config, &o, &pinned);
         if (r < 0)
-                return log_error_rc(r, "Provisioning failed: %s.", tg_err_str(r));
+                return log_error_rc(r, "Provisioning failed: %s. Nothing was pinned; fix the cause above and run "
+                                    "'tpmguard provision' again.", tg_err_str(r));
 
         r = tg_hex_encode(pinned.name.name, pinned.name.size, &name_hex);
         if (r < 0)
@@ -255,7 +256,8 @@ static int cmd_verify(const cli *c) {
                        report.kernel_null_name_present ? ""
                                                        : " (kernel exports no null_name: TPM resets during boot are not detectable)");
         if (r < 0)
-                log_error("Verification failed: %s.", tg_err_str(r));
+                log_error("Verification failed: %s. 'tpmguard doctor' shows the whole state and what to do.",
+                          tg_err_str(r));
         return r;
 }
 

@@ -212,4 +212,19 @@ tpm_unreachable() {
         expect_in "firmware setup" "$OUT"
 }
 
+test_case progress_only_on_a_terminal
+progress_only_on_a_terminal() {
+        tpm_setup
+        command -v script >/dev/null || { echo "# script (bsdutils) missing: case not run" >&2; return 0; }
+        # On a terminal: a progress line per long step, erased before the result.
+        script -qec "'$TPMGUARD' provision" /dev/null >"$WORK/tty.out" 2>&1
+        expect_in "Provisioning: creating the EK signing key" "$(cat "$WORK/tty.out")"
+        expect_in "Provisioning: proving the EK signing key" "$(cat "$WORK/tty.out")"
+        grep -q $'\r\e\[KProvisioned\.' "$WORK/tty.out"
+        # Not on a terminal (logs, pipes, the plugin): no progress at all.
+        expect_exit 0 "$TPMGUARD" verify
+        if grep -q "Verifying the TPM" <<<"$ERR$OUT"; then echo "# progress without a terminal" >&2; return 1; fi
+        [ -z "$ERR" ] || { echo "# unexpected stderr: $ERR" >&2; return 1; }
+}
+
 run_cases
