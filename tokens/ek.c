@@ -70,17 +70,12 @@ static const uint8_t policy_b_sha384[48] = {
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIO *, BIO_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(X509_STORE *, X509_STORE_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509_STORE_CTX *, X509_STORE_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_KDF *, EVP_KDF_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_KDF_CTX *, EVP_KDF_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_CIPHER_CTX *, EVP_CIPHER_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIGNUM *, BN_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
-static inline void x509_stack_freep(STACK_OF(X509) **s) {
-        if (*s)
-                sk_X509_pop_free(*s, X509_free);
-}
 static inline const char *strna(const char *s) {
         return s ?: "(unknown)";
 }

@@ -8,6 +8,7 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "doctor.h"
@@ -328,6 +329,14 @@ static int cmd_enroll(const cli *c) {
                 return r;
 
         r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
+        if (r == -TG_ERR_AUTH_NEEDED && !owner && isatty(STDIN_FILENO)) {
+                /* The owner hierarchy has a password: ask for it, never assume one. */
+                r = tg_pin_read(NULL, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+                o.seal.owner_auth = owner;
+                r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
+        }
         if (r < 0)
                 return log_error_rc(r, "Enrollment failed: %s. The volume is unchanged.", tg_err_str(r));
         tg_pcr_list_format(o.seal.pcr_mask, pcrs, sizeof pcrs);
@@ -362,6 +371,13 @@ static int cmd_seal(const cli *c) {
         if (r < 0)
                 return r;
         r = tg_seal(v, &p, secret, &token);
+        if (r == -TG_ERR_AUTH_NEEDED && !owner && isatty(STDIN_FILENO)) {
+                r = tg_pin_read(NULL, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+                p.owner_auth = owner;
+                r = tg_seal(v, &p, secret, &token);
+        }
         if (r < 0)
                 return r;
         token.ek_signing_key_name = report.ek_signing_key_name;

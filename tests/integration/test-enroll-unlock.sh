@@ -98,6 +98,25 @@ unprovisioned_enroll_changes_nothing() {
         [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2')" = 1 ]
 }
 
+test_case owner_password_is_asked_not_assumed
+owner_password_is_asked_not_assumed() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_changeauth -c o owner-secret >/dev/null
+        # No terminal, no --owner-auth-file: refused, and the volume is unchanged.
+        expect_exit 10 "$TPMGUARD" enroll --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img" </dev/null
+        expect_in "--owner-auth-file" "$ERR"
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2')" = 1 ]
+        printf 'owner-secret\n' >"$WORK/owner"
+        expect_exit 0 "$TPMGUARD" enroll --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                --owner-auth-file "$WORK/owner" "$WORK/disk.img"
+        # The SRK is persisted now: unlocking needs no owner password.
+        expect_exit 0 token_open <"$WORK/pin"
+}
+
 test_case seal_and_token_import_flow
 seal_and_token_import_flow() {
         tpm_setup
