@@ -161,6 +161,7 @@ static void capture_end(void) {
         tg_log_set_sink(NULL, NULL);
 }
 
+static char *vformat(doctor *d, const char *format, va_list ap) _printf_(2, 0);
 static char *vformat(doctor *d, const char *format, va_list ap) {
         char *s = NULL;
 
