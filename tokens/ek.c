@@ -934,6 +934,17 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         return 0;
 }
 
+int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size;
+        int r;
+
+        r = nv_read(tpm, nv_index, &buf, &size);
+        if (r < 0)
+                return r;
+        return tg_ek_cert_parse(buf, size, ret);
+}
+
 /*
  * CreatePrimary(endorsement, template) and compare with the certified key.
  * Returns 0 with the EK loaded in ret_ek, -TG_ERR_EK_CERT on a key mismatch.

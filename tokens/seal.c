@@ -109,7 +109,9 @@ int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_va
                                 got |= (uint32_t) out_sel->pcrSelections[0].pcrSelect[i] << (8 * i);
                 got &= left;
                 if (got == 0)
-                        return log_error_rc(-TG_ERR_TPM, "The TPM has no active %s PCR bank with PCRs selected.",
+                        return log_error_rc(-TG_ERR_TPM,
+                                            "The TPM has no active %s PCR bank with these PCRs. Choose an active "
+                                            "bank with --pcr-bank (tpm2_getcap pcrs lists them).",
                                             tg_pcr_bank_to_string(bank));
                 for (unsigned i = 0; i < TG_PCR_COUNT; i++) {
                         if (!(got & (UINT32_C(1) << i)))

@@ -76,9 +76,12 @@ int tg_tpm_rc(TSS2_RC rc, const char *operation) {
 
         if (base == TPM2_RC_RETRY || base == TPM2_RC_YIELDED || base == TPM2_RC_TESTING ||
             base == TPM2_RC_NV_RATE || base == TPM2_RC_INITIALIZE)
-                return log_error_rc(-TG_ERR_TPM_UNREACHABLE, "%s: the TPM is not ready (%s).", operation, decoded);
+                return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
+                                    "%s: the TPM is not ready (%s). Try again in a moment; at boot its driver or "
+                                    "self-test may still be running.", operation, decoded);
 
-        return log_error_rc(-TG_ERR_TPM, "%s failed: %s", operation, decoded);
+        return log_error_rc(-TG_ERR_TPM, "%s failed: %s. 'tpmguard doctor' shows the TPM's state.", operation,
+                            decoded);
 }
 
 void tg_handle_release(tg_handle *h) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "doctor.h"
 #include "error.h"
 #include "json-util.h"
 #include "log.h"
@@ -47,6 +48,8 @@ typedef struct cli {
         const char *pcr_values[TG_PCR_COUNT];
         int n_pcr_values;
         int keyslot;
+        const char *initrd;
+        const char *crypttab;
         char **args;
         int n_args;
 } cli;
@@ -61,6 +64,7 @@ static void help(void) {
                "  verify      Verify the TPM: kernel null_name, pinned key, certification\n"
                "  enroll DEV  Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token\n"
                "  seal        Seal a given keyslot secret; print token JSON for 'cryptsetup token import'\n"
+               "  doctor [DEV...]  Explain the whole state, with a next step for each problem\n"
                "\n"
                "Options:\n"
                "  -c --config FILE             Configuration file (default %s)\n"
@@ -95,6 +99,10 @@ static void help(void) {
                "     --key-slot N              Keyslot for the new secret (default: first free)\n"
                "seal options:\n"
                "     --secret-file F           The keyslot secret to seal, byte for byte ('-' = stdin)\n"
+               "doctor options:\n"
+               "     --initrd FILE             The initrd to inspect (default /boot/initrd.img-$(uname -r))\n"
+               "     --crypttab FILE           Where to find volumes when none is given (default /etc/crypttab)\n"
+               "     --endorsement-auth-file F Endorsement hierarchy password ('-' = stdin)\n"
                "\n"
                "See tpmguard(8) for exit codes.\n", TPMGUARD_CONFIG_PATH);
 }
@@ -146,7 +154,8 @@ static int cmd_provision(const cli *c) {
 
         r = tg_provision(config, &o, &pinned);
         if (r < 0)
-                return log_error_rc(r, "Provisioning failed: %s.", tg_err_str(r));
+                return log_error_rc(r, "Provisioning failed: %s. Nothing was pinned; fix the cause above and run "
+                                    "'tpmguard provision' again.", tg_err_str(r));
 
         r = tg_hex_encode(pinned.name.name, pinned.name.size, &name_hex);
         if (r < 0)
@@ -248,7 +257,8 @@ static int cmd_verify(const cli *c) {
                        report.kernel_null_name_present ? ""
                                                        : " (kernel exports no null_name: TPM resets during boot are not detectable)");
         if (r < 0)
-                log_error("Verification failed: %s.", tg_err_str(r));
+                log_error("Verification failed: %s. 'tpmguard doctor' shows the whole state and what to do.",
+                          tg_err_str(r));
         return r;
 }
 
@@ -379,12 +389,49 @@ static int cmd_seal(const cli *c) {
         return 0;
 }
 
+static int cmd_doctor(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL;
+        _cleanup_doctor_report_ tg_doctor_report *report = NULL;
+        tg_doctor_options o = {
+                .null_name_path = c->null_name,
+                .devices = c->args,
+                .n_devices = (size_t) c->n_args,
+                .crypttab = c->crypttab,
+                .initrd = c->initrd,
+        };
+        int r;
+
+        r = load_config(c, &config);
+        if (r < 0)
+                return log_error_rc(r, "Fix the configuration first: doctor needs it to know what to check.");
+        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o.endorsement_auth = eauth;
+
+        r = tg_doctor_run(config, &o, &report);
+        if (r < 0)
+                return log_error_rc(r, "doctor could not finish: %s.", tg_err_str(r));
+        if (c->json) {
+                _cleanup_(json_object_putp) json_object *j = NULL;
+                r = tg_doctor_report_to_json(report, &j);
+                if (r < 0)
+                        return r;
+                printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+        } else
+                tg_doctor_report_print(report, stdout);
+        return tg_doctor_report_worst(report);
+}
+
 int main(int argc, char *argv[]) {
         enum {
                 ARG_TCTI = 0x100, ARG_NULL_NAME, ARG_JSON, ARG_VERSION, ARG_RECORD,
                 ARG_EK_CERT, ARG_EK_CA, ARG_EK_INTERMEDIATES, ARG_OUTPUT, ARG_EAUTH,
                 ARG_OWNER_AUTH, ARG_PIN_FILE, ARG_NO_PIN, ARG_UNLOCK_KEY_FILE, ARG_SECRET_FILE,
                 ARG_PCRS, ARG_PCR_BANK, ARG_PCR, ARG_KEY_SLOT,
+                ARG_INITRD, ARG_CRYPTTAB,
         };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -410,6 +457,8 @@ int main(int argc, char *argv[]) {
                 { "pcr-bank", required_argument, NULL, ARG_PCR_BANK },
                 { "pcr", required_argument, NULL, ARG_PCR },
                 { "key-slot", required_argument, NULL, ARG_KEY_SLOT },
+                { "initrd", required_argument, NULL, ARG_INITRD },
+                { "crypttab", required_argument, NULL, ARG_CRYPTTAB },
                 {}
         };
         static const struct {
@@ -420,6 +469,7 @@ int main(int argc, char *argv[]) {
                 { "verify", cmd_verify },
                 { "enroll", cmd_enroll },
                 { "seal", cmd_seal },
+                { "doctor", cmd_doctor },
         };
         cli c = { .keyslot = CRYPT_ANY_SLOT };
         int opt, r;
@@ -458,6 +508,8 @@ int main(int argc, char *argv[]) {
                                 return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "Too many --pcr options."));
                         c.pcr_values[c.n_pcr_values++] = optarg;
                         break;
+                case ARG_INITRD: c.initrd = optarg; break;
+                case ARG_CRYPTTAB: c.crypttab = optarg; break;
                 case ARG_KEY_SLOT: {
                         char *end;
                         long n = strtol(optarg, &end, 10);

@@ -167,7 +167,10 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, const TPM2B_PUBLIC *te
                 return tg_tpm_rc(rc, "Esys_TR_GetName");
         if (esys_name->size != name.size || memcmp(esys_name->name, name.name, name.size) != 0) {
                 free(esys_name);
-                return log_alert_rc(-TG_ERR_INTERPOSER, "%s: ESAPI's name of the key differs from its public area.", what);
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "%s: the name the TPM gave for the key does not match its public area: an "
+                                    "interposer is suspected. The TPM will not be used; unlock with the recovery "
+                                    "passphrase.", what);
         }
         free(esys_name);
 
@@ -332,6 +335,10 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
 int tg_verify(const tg_config *config, const tg_verify_options *options,
               tg_verify_report *report, tg_verified_tpm **ret_vtpm) {
         tg_verify_report scratch;
+        int r;
 
-        return verify_internal(config, options, report ?: &scratch, ret_vtpm);
+        tg_progress("Verifying the TPM (NULL key, pinned EK signing key, certification)...");
+        r = verify_internal(config, options, report ?: &scratch, ret_vtpm);
+        tg_progress_done();
+        return r;
 }
