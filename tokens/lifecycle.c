@@ -426,7 +426,8 @@ static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *d
         r = tg_tpm_da_state(tg_vtpm_esys(lc->v), &da);
         if (r < 0)
                 return r;
-        if (da.in_lockout)
+        /* Only a PIN-protected (DA) object is refused in lockout; a no-PIN seal is noDA. */
+        if (da.in_lockout && lc->token.pin)
                 return log_error_rc(-TG_ERR_LOCKOUT, "The TPM is in dictionary-attack lockout: nothing was changed. "
                                     "One failure is forgiven every %u s (full lockout recovery %u s).",
                                     da.recovery_seconds, da.lockout_recovery_seconds);
