@@ -21,6 +21,9 @@
 # Needs a build with -Dfault_injection=true (./run-tests makes one). In any
 # other build the hook must not exist: then this test checks only that the
 # binaries do not contain it and that the variables are ignored.
+# The op_* hooks are defined per test case and called by inject_all.
+# shellcheck disable=SC2317
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_flushcontext cryptsetup unshare python3
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"

@@ -4,6 +4,7 @@
 # remove, status, cleanup) against a real swtpm, with the real cryptsetup
 # binary and our plugin for every unlock check. Happy paths and bad input;
 # bad input must leave the image byte for byte unchanged.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_pcrextend tpm2_pcrread cryptsetup unshare sha256sum python3
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
@@ -167,7 +168,7 @@ reseal_rejects_wrong_bank_and_length() {
         expect_in "bank" "$ERR"
         expect_exit 2 "$TPMGUARD" reseal --pcr 7=sha256:abcd --pin-file "$WORK/pin" "$WORK/disk.img"
         expect_in "32 bytes" "$ERR"
-        expect_exit 2 "$TPMGUARD" reseal --pcr 9=sha256:$(printf '%064d' 0) --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" reseal --pcr "9=sha256:$(printf '%064d' 0)" --pin-file "$WORK/pin" "$WORK/disk.img"
         expect_exit 2 "$TPMGUARD" reseal --pcrs 7,99 --pin-file "$WORK/pin" "$WORK/disk.img"
         [ "$(image_sum)" = "$before" ]
         pin_opens "$WORK/pin"
@@ -264,9 +265,9 @@ unprovisioned_changes_nothing() {
 test_case locked_out_tpm_changes_nothing
 locked_out_tpm_changes_nothing() {
         setup_enrolled --strict-da
-        local before i rc
+        local before rc cmd
         before=$(image_sum)
-        for i in 1 2 3; do
+        for _ in 1 2 3; do
                 rc=0
                 "$TPMGUARD" change-pin --pin-file "$WORK/wrong" --new-pin-file "$WORK/pin2" "$WORK/disk.img" \
                         2>/dev/null || rc=$?
