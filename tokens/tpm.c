@@ -5,6 +5,7 @@
 #include <tss2/tss2_tctildr.h>
 
 #include "error.h"
+#include "fault.h"
 #include "log.h"
 #include "tpm.h"
 
@@ -22,6 +23,7 @@ int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
                                     "No TPM answers on \"%s\" (%s). Is the TPM present and its driver loaded? "
                                     "Check the tcti setting in tpmguard.conf.",
                                     tcti_conf ? tcti_conf : "(default)", Tss2_RC_Decode(rc));
+        tg_fault_tcti_hook(t->tcti); /* test builds only: counts TPM commands as fault points */
 
         rc = Esys_Initialize(&t->esys, t->tcti, NULL);
         if (rc != TSS2_RC_SUCCESS) {
