@@ -127,7 +127,17 @@ static int start_salted_session(tg_verified_tpm *v, TPM2_SE type, ESYS_TR *ret) 
 }
 
 int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session) {
-        return start_salted_session(v, TPM2_SE_POLICY, ret_session);
+        int r = start_salted_session(v, TPM2_SE_POLICY, ret_session);
+
+        /*
+         * One-shot, with the HMAC session ended: this is the last session salted to the NULL
+         * key, which is only the salt key. Flushing it now (the same one FlushContext, earlier)
+         * keeps one handle fewer live for the policy commands and the Unseal, which through
+         * /dev/tpmrm0 saves a ContextLoad and a ContextSave per command.
+         */
+        if (r >= 0 && v->one_shot && v->session_ended)
+                tg_handle_release(&v->null_key);
+        return r;
 }
 
 /*

@@ -40,7 +40,9 @@ typedef struct tg_verify_options {
         bool use_cache;                 /* load (when a session is wanted) and store the per-boot cache */
         bool one_shot;                  /* the verified TPM serves one tg_unseal() and nothing after it: its
                                          * salted HMAC session ends with its last command there
-                                         * (continueSession clear) instead of a FlushContext */
+                                         * (continueSession clear) instead of a FlushContext,
+                                         * and the NULL key is flushed as soon as the policy
+                                         * session, the last one salted to it, is started */
 } tg_verify_options;
 
 /*
