@@ -28,8 +28,6 @@
 #include "tpm.h"
 #include "util.h"
 
-#define TG_SRK_HANDLE UINT32_C(0x81000001)
-
 static uint16_t bank_digest_size(uint16_t bank) {
         switch (bank) {
         case TPM2_ALG_SHA1: return 20;
@@ -260,17 +258,25 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
         return 0;
 }
 
-/* The parent for unsealing: whichever SRK has the name the token recorded. */
+/*
+ * The parent for unsealing: whichever SRK has the name the token recorded.
+ * The persistent SRK's ESYS_TR comes from the verification when it already
+ * read it (the audited ReadPublic that proves a cached NULL key), else from
+ * a ReadPublic here. Either public area is unverified and needs no
+ * verification: Load names the parent in its HMAC, so a substituted one
+ * fails at the TPM.
+ */
 static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_handle *ret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
-        _cleanup_handle_ tg_handle persistent = { .esys = esys, .tr = ESYS_TR_NONE, .close_only = true };
+        _cleanup_handle_ tg_handle persistent = { .esys = esys, .tr = tg_vtpm_take_srk(v), .close_only = true };
         _cleanup_handle_ tg_handle transient = { .esys = esys, .tr = ESYS_TR_NONE };
         _cleanup_free_ TPM2B_NAME *name = NULL;
         TPM2B_NAME created;
         int r;
 
-        if (Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-                                  &persistent.tr) == TSS2_RC_SUCCESS &&
+        if ((persistent.tr != ESYS_TR_NONE ||
+             Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                   &persistent.tr) == TSS2_RC_SUCCESS) &&
             Esys_TR_GetName(esys, persistent.tr, &name) == TSS2_RC_SUCCESS &&
             names_equal(name, expected)) {
                 *ret = persistent;
@@ -454,9 +460,11 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
         if (r < 0)
                 return r;
 
+        /* Load is the salted HMAC session's last command here (one-shot: the TPM then flushes it). */
         object.esys = esys;
-        rc = Esys_Load(esys, parent.tr, tg_vtpm_session(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
+        rc = Esys_Load(esys, parent.tr, tg_vtpm_session_last(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
                        &token->private_blob, &token->public_blob, &object.tr);
+        tg_vtpm_session_done(v, rc == TSS2_RC_SUCCESS);
         if (rc != TSS2_RC_SUCCESS) {
                 TSS2_RC base = tg_tpm_rc_base(rc);
                 if (base == TPM2_RC_INTEGRITY || base == TPM2_RC_SIZE || base == TPM2_RC_VALUE || base == TPM2_RC_ATTRIBUTES)
@@ -490,11 +498,16 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         return tg_tpm_rc(rc, "Esys_TR_SetAuth");
         }
 
-        /* outData is the first response parameter: encrypted in the salted policy session. */
-        (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT, 0xff);
+        /*
+         * outData is the first response parameter: encrypted in the salted policy session.
+         * continueSession clear: a successful Unseal ends the policy session in the TPM, so it
+         * needs no FlushContext; a failed one leaves it open, and it is flushed as usual.
+         */
+        (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_ENCRYPT, 0xff);
         rc = Esys_Unseal(esys, object.tr, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, &out);
         if (rc != TSS2_RC_SUCCESS)
                 return unseal_error(v, token, rc);
+        policy.close_only = true;
 
         r = tg_secret_new_copy(out->buffer, out->size, &secret);
         explicit_bzero(out, sizeof *out);
