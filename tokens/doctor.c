@@ -30,10 +30,6 @@
 #include "tpm.h"
 #include "util.h"
 
-static inline void EVP_MD_CTX_free_p(EVP_MD_CTX **p) {
-        EVP_MD_CTX_free(*p);
-}
-
 #define DOCTOR_LISTING_MAX (32u * 1024u * 1024u)
 #define DOCTOR_DETAIL_MAX 4096u
 #define DOCTOR_CRYPTTAB_MAX (256u * 1024u)
@@ -673,37 +669,6 @@ int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
         }
         *ret_devices = devices;
         *ret_n = n;
-        return 0;
-}
-
-int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied) {
-        _cleanup_(EVP_MD_CTX_free_p) EVP_MD_CTX *md = NULL;
-        tg_pcr_values values;
-        TPM2B_DIGEST pcr_digest = {}, policy;
-        unsigned int len = 0;
-        int r;
-
-        r = tg_vtpm_pcr_read(v, token->pcr_bank, token->pcr_mask, &values);
-        if (r < 0)
-                return r;
-        /* PolicyPCR's pcrDigest: SHA-256 over the selected values in index order (policy.h). */
-        md = EVP_MD_CTX_new();
-        if (!md)
-                return -TG_ERR_NOMEM;
-        if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-                return -TG_ERR_IO;
-        for (unsigned i = 0; i < TG_PCR_COUNT; i++)
-                if ((token->pcr_mask & (UINT32_C(1) << i)) &&
-                    EVP_DigestUpdate(md, values.value[i], values.value_size) != 1)
-                        return -TG_ERR_IO;
-        if (EVP_DigestFinal_ex(md, pcr_digest.buffer, &len) != 1)
-                return -TG_ERR_IO;
-        pcr_digest.size = (UINT16) len;
-        r = tg_policy_digest_compute(token->pcr_bank, token->pcr_mask, &pcr_digest, token->pin, &policy);
-        if (r < 0)
-                return r;
-        *ret_satisfied = policy.size == token->policy_hash.size &&
-                         memcmp(policy.buffer, token->policy_hash.buffer, policy.size) == 0;
         return 0;
 }
 

@@ -93,9 +93,3 @@ const char *tg_doctor_status_to_string(tg_doctor_status s);
 int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n);
 void tg_strv_free(char **v, size_t n);
 
-/*
- * Whether the token's PCR policy would be satisfied now: reads the token's
- * PCRs over the verified session and recomputes the policy digest (with
- * PolicyAuthValue when the token has a PIN) against the token's policy_hash.
- */
-int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied);

@@ -820,36 +820,13 @@ int tg_cleanup(const char *device, unsigned *ret_actions) {
 
 /* ---- status ---- */
 
-static int pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
-        _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
-        unsigned int len = 0;
-
-        if (!md)
-                return -TG_ERR_NOMEM;
-        if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
-                return -TG_ERR_IO;
-        for (unsigned i = 0; i < TG_PCR_COUNT; i++)
-                if ((values->mask & (UINT32_C(1) << i)) && EVP_DigestUpdate(md, values->value[i], values->value_size) != 1)
-                        return -TG_ERR_IO;
-        if (EVP_DigestFinal_ex(md, ret->buffer, &len) != 1)
-                return -TG_ERR_IO;
-        ret->size = (UINT16) len;
-        return 0;
-}
-
 /* "satisfied", "not-satisfied", or an error id: the policy digest recomputed from the current PCR values. */
 static const char *policy_state(tg_verified_tpm *v, const tg_token *t) {
-        tg_pcr_values values;
-        TPM2B_DIGEST pcr_digest, policy;
+        bool satisfied;
 
-        if (!v)
+        if (!v || tg_token_policy_satisfied(v, t, &satisfied) < 0)
                 return "unknown";
-        if (tg_vtpm_pcr_read(v, t->pcr_bank, t->pcr_mask, &values) < 0 ||
-            pcr_values_digest(&values, &pcr_digest) < 0 ||
-            tg_policy_digest_compute(t->pcr_bank, t->pcr_mask, &pcr_digest, t->pin, &policy) < 0)
-                return "unknown";
-        return policy.size == t->policy_hash.size && memcmp(policy.buffer, t->policy_hash.buffer, policy.size) == 0
-                       ? "satisfied" : "not-satisfied";
+        return satisfied ? "satisfied" : "not-satisfied";
 }
 
 static json_object *json_pcr_list(uint32_t mask) {

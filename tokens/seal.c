@@ -127,8 +127,7 @@ int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_va
         return 0;
 }
 
-/* SHA-256 over the concatenated PCR values in index order: PolicyPCR's pcrDigest. */
-static int pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
+int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
         _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
         unsigned int len = 0;
 
@@ -355,7 +354,7 @@ int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *s
                         if (e->given_mask & (UINT32_C(1) << i))
                                 memcpy(values.value[i], e->value[i], values.value_size);
         }
-        r = pcr_values_digest(&values, &pcr_digest);
+        r = tg_pcr_values_digest(&values, &pcr_digest);
         if (r < 0)
                 return r;
         r = tg_policy_digest_compute(params->pcr_bank, params->pcr_mask, &pcr_digest, params->pin != NULL, &policy);
@@ -515,5 +514,24 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
         if (r < 0)
                 return r;
         *ret_secret = TAKE_PTR(secret);
+        return 0;
+}
+
+int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied) {
+        tg_pcr_values values;
+        TPM2B_DIGEST pcr_digest, policy;
+        int r;
+
+        r = tg_vtpm_pcr_read(v, token->pcr_bank, token->pcr_mask, &values);
+        if (r < 0)
+                return r;
+        r = tg_pcr_values_digest(&values, &pcr_digest);
+        if (r < 0)
+                return r;
+        r = tg_policy_digest_compute(token->pcr_bank, token->pcr_mask, &pcr_digest, token->pin, &policy);
+        if (r < 0)
+                return r;
+        *ret_satisfied = policy.size == token->policy_hash.size &&
+                         memcmp(policy.buffer, token->policy_hash.buffer, policy.size) == 0;
         return 0;
 }
