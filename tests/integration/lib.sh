@@ -117,6 +117,20 @@ make_luks() {
                 --key-file "$WORK/recovery.key" "$img" >/dev/null
 }
 
+# A provisioned TPM and a LUKS2 image enrolled with PIN 1234 ($WORK/pin) and
+# PCR 7; arguments go to tpm_setup. Scripts that need no more call it as
+# setup_enrolled.
+setup_enrolled_common() {
+        tpm_setup "$@"
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+}
+
+setup_enrolled() { setup_enrolled_common "$@"; }
+
 # Runs a command in a private mount namespace in which libcryptsetup's
 # compiled-in token directory holds our freshly built plugin (libcryptsetup
 # 2.6 has no --external-tokens-path). Nothing leaks into the host's mounts.

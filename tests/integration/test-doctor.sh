@@ -33,13 +33,8 @@ report_field() {
 }
 
 setup_enrolled() {
-        tpm_setup
+        setup_enrolled_common
         : >"$WORK/crypttab"
-        expect_exit 0 "$TPMGUARD" provision
-        make_luks "$WORK/disk.img"
-        printf '1234\n' >"$WORK/pin"
-        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
-                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
 }
 
 # An initrd (gzip'ed newc cpio, as initramfs-tools makes) holding what the

@@ -10,14 +10,9 @@ require_tools swtpm swtpm_setup tpm2_pcrextend tpm2_pcrread cryptsetup unshare s
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
 
 setup_enrolled() {
-        tpm_setup "$@"
-        "$TPMGUARD" provision >/dev/null
-        make_luks "$WORK/disk.img"
-        printf '1234\n' >"$WORK/pin"
+        setup_enrolled_common "$@"
         printf '5678\n' >"$WORK/pin2"
         printf '9999\n' >"$WORK/wrong"
-        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
-                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
 }
 
 token_open() {

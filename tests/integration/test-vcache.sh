@@ -8,15 +8,6 @@
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
 
-setup_enrolled() {
-        tpm_setup
-        "$TPMGUARD" provision >/dev/null
-        make_luks "$WORK/disk.img"
-        printf '1234\n' >"$WORK/pin"
-        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
-                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
-}
-
 # Unlock with cryptsetup --debug so that the plugin's debug lines show which path it took.
 unlock_debug() {
         with_plugin cryptsetup open --test-passphrase --token-only --debug "$WORK/disk.img" <"$WORK/pin" \
