@@ -19,6 +19,9 @@ typedef void (*tg_log_sink_t)(int level, const char *message, void *userdata);
 
 void tg_log_set_sink(tg_log_sink_t sink, void *userdata);
 void tg_log_set_max_level(int level);
+/* Whether alerts also go to the journal (default true). Unit tests and fuzzers
+ * turn it off so that test alerts never reach the host's journal. */
+void tg_log_set_journal(bool enabled);
 int tg_log_get_max_level(void);
 
 /* Returns rc, so that "return log_error_rc(r, ...)" logs and fails in one expression. */
