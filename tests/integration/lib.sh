@@ -88,14 +88,39 @@ expect_in() {
         fi
 }
 
+# Sanitizer reports (build-asan) fail the case that produced them, even when
+# the crashing command was expected to fail: every sanitized process writes
+# its report into a per-case directory, checked after the case.
+if [ -n "${TPMGUARD_ASAN_RUNTIME:-}" ]; then
+        export LD_PRELOAD_ASAN=$TPMGUARD_ASAN_RUNTIME
+fi
+_sanitizer_dir=""
+
+sanitizer_reports() {
+        local f found=1
+        for f in "$_sanitizer_dir"/*; do
+                [ -f "$f" ] || continue
+                found=0
+                echo "# sanitizer report $f:" >&2
+                sed 's/^/#   /' "$f" | head -40 >&2
+        done
+        return $found
+}
+
 run_cases() {
         echo "1..${#_tap_cases[@]}"
-        local c
+        local c rc base_asan=${ASAN_OPTIONS:-} base_ubsan=${UBSAN_OPTIONS:-}
         for c in "${_tap_cases[@]}"; do
                 _tap_n=$((_tap_n + 1))
+                _sanitizer_dir=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-sanitizer.XXXXXX")
+                export ASAN_OPTIONS="${base_asan:+$base_asan:}log_path=$_sanitizer_dir/asan"
+                export UBSAN_OPTIONS="${base_ubsan:+$base_ubsan:}log_path=$_sanitizer_dir/ubsan"
                 # Not in an "if": bash ignores set -e inside a tested subshell.
                 ( set -e; trap tpm_teardown EXIT; "$c" )
-                if [ $? = 0 ]; then
+                rc=$?
+                sanitizer_reports && rc=1
+                rm -rf "$_sanitizer_dir"
+                if [ $rc = 0 ]; then
                         echo "ok $_tap_n - $c"
                 else
                         echo "not ok $_tap_n - $c"
@@ -121,7 +146,9 @@ with_plugin() {
         local plugdir="$WORK/tokendir"
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
-        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
+        # A sanitized plugin (build-asan) needs the ASan runtime preloaded
+        # into the uninstrumented cryptsetup; only the final command gets it.
+        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec env ${LD_PRELOAD_ASAN:+LD_PRELOAD="$LD_PRELOAD_ASAN"} "$@"' \
                 "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
 }
 

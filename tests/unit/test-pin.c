@@ -209,12 +209,16 @@ static int run_tty_session(bool confirm, const char *first, const char *second, 
                 assert_true(wait_for_output(master, "Repeat the PIN: ", log, sizeof log));
                 assert_int_equal(write(master, second, strlen(second)), (ssize_t) strlen(second));
         }
-        for (int i = 0; i < 100; i++) {
+        /* Reap the child; status is meaningful only once reaped. Its exit can
+         * lag behind the pty hang-up (slow under sanitizers): poll for 10 s. */
+        bool reaped = false;
+        for (int i = 0; i < 1000 && !reaped; i++) {
                 if (waitpid(pid, &status, WNOHANG) == pid)
-                        break;
-                (void) wait_for_output(master, "\x01never", log, sizeof log);
+                        reaped = true;
+                else if (!wait_for_output(master, "\x01never", log, sizeof log))
+                        (void) usleep(10 * 1000);
         }
-        if (!WIFEXITED(status)) {
+        if (!reaped || !WIFEXITED(status)) {
                 kill(pid, SIGKILL);
                 (void) waitpid(pid, &status, 0);
                 fail_msg("PIN prompt child did not finish");
