@@ -34,7 +34,12 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) _pr
 #define log_notice(...)         tg_log_internal(LOG_NOTICE, 0, __func__, __VA_ARGS__)
 #define log_warning(...)        tg_log_internal(LOG_WARNING, 0, __func__, __VA_ARGS__)
 #define log_error(...)          tg_log_internal(LOG_ERR, 0, __func__, __VA_ARGS__)
-#define log_debug_rc(rc, ...)   tg_log_internal(LOG_DEBUG, (rc), __func__, __VA_ARGS__)
-#define log_warning_rc(rc, ...) tg_log_internal(LOG_WARNING, (rc), __func__, __VA_ARGS__)
-#define log_error_rc(rc, ...)   tg_log_internal(LOG_ERR, (rc), __func__, __VA_ARGS__)
-#define log_alert_rc(rc, ...)   tg_log_alert_internal((rc), __func__, __VA_ARGS__)
+/*
+ * The _rc forms evaluate to rc itself, visibly to the compiler and to static
+ * analyzers (which cannot see that the out-of-line functions return their
+ * rc argument, and would otherwise assume an error path may return >= 0).
+ */
+#define log_debug_rc(rc, ...)   ({ int _tg_log_rc_ = (rc); (void) tg_log_internal(LOG_DEBUG, _tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
+#define log_warning_rc(rc, ...) ({ int _tg_log_rc_ = (rc); (void) tg_log_internal(LOG_WARNING, _tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
+#define log_error_rc(rc, ...)   ({ int _tg_log_rc_ = (rc); (void) tg_log_internal(LOG_ERR, _tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
+#define log_alert_rc(rc, ...)   ({ int _tg_log_rc_ = (rc); (void) tg_log_alert_internal(_tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
