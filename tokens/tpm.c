@@ -6,6 +6,8 @@
 
 #include "error.h"
 #include "log.h"
+#include <tss2/tss2_sys.h>
+
 #include "tpm.h"
 
 int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
@@ -49,6 +51,19 @@ TSS2_RC tg_tpm_rc_base(TSS2_RC rc) {
         if (rc & TPM2_RC_FMT1)
                 return rc & (TPM2_RC_FMT1 | 0x3F);
         return rc & 0xFFF;
+}
+
+void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys) {
+        TSS2_SYS_CONTEXT *sys = NULL;
+        const uint8_t *params = NULL;
+        size_t size = 0;
+
+        if (Esys_GetSysContext(esys, &sys) != TSS2_RC_SUCCESS || !sys)
+                return;
+        if (Tss2_Sys_GetRpBuffer(sys, &size, &params) != TSS2_RC_SUCCESS || !params)
+                return;
+        /* The buffer is ESAPI's own, writable memory; the API merely hands it out as const. */
+        explicit_bzero((void *) (uintptr_t) params, size);
 }
 
 int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {

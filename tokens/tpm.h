@@ -34,6 +34,13 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation);
                 int _tg_tpm_r_ = tg_tpm_rc_map(_tg_tpm_rc_, (operation));               \
                 _tg_tpm_rc_ == TSS2_RC_SUCCESS ? 0 : _tg_tpm_r_ < 0 ? _tg_tpm_r_ : -TG_ERR_TPM; \
         })
+/*
+ * Wipes the response parameters of the last command in ESAPI's internal
+ * response buffer. ESAPI decrypts an encrypted response parameter (Unseal's
+ * outData) in place there and frees that buffer unwiped; call this right
+ * after a command whose response carries a secret.
+ */
+void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys);
 /* The TPM_RC format-one/zero code with session/parameter/handle bits removed. */
 TSS2_RC tg_tpm_rc_base(TSS2_RC rc);
 
