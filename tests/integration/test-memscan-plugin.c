@@ -92,6 +92,11 @@ static int scan(size_t k, bool verbose) {
                         continue;
                 if (start == (uintptr_t) scan_buf)
                         continue;
+                /* Sanitizer shadow or allocator reservations, never a heap we could scan in time. */
+                if (end - start > (UINT64_C(64) << 30)) {
+                        fprintf(stderr, "memscan: skipping a %" PRIuPTR " GiB mapping %s\n", (end - start) >> 30, path);
+                        continue;
+                }
                 /* Overlapping chunks so that no needle straddling a boundary is missed. */
                 for (uintptr_t off = start; off < end; off += CHUNK - 256) {
                         size_t want = end - off < CHUNK ? end - off : CHUNK;

@@ -20,6 +20,12 @@ setup_enrolled() {
 
 test_case no_secret_in_memory_after_unlock
 no_secret_in_memory_after_unlock() {
+        if [ -n "${TPMGUARD_ASAN_RUNTIME:-}" ]; then
+                # ASan's shadow and allocator are terabyte-sized mappings; the
+                # scan runs in the default build.
+                echo "# skipped under AddressSanitizer"
+                return 0
+        fi
         setup_enrolled
         # glibc's MALLOC_PERTURB_ (set by meson test) fills freed memory and
         # would hide a missing wipe: the scan runs without it.
