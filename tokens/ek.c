@@ -793,7 +793,7 @@ int tg_make_credential(const TPMT_PUBLIC *ek, const TPM2B_NAME *object_name, con
         if (EVP_EncryptInit_ex(cipher, sym->keyBits.aes == 128 ? EVP_aes_128_cfb128() : EVP_aes_256_cfb128(),
                                NULL, sym_key->data, iv) != 1 ||
             EVP_EncryptUpdate(cipher, enc, &outl, plain->data, (int) plain->size) != 1 ||
-            EVP_EncryptFinal_ex(cipher, enc + outl, &finl) != 1 || (size_t) (outl + finl) != enc_size) {
+            EVP_EncryptFinal_ex(cipher, enc + outl, &finl) != 1 || (size_t) outl + (size_t) finl != enc_size) {
                 ERR_clear_error();
                 return log_error_rc(-TG_ERR_IO, "AES-CFB encryption of the credential failed.");
         }
@@ -1166,6 +1166,7 @@ static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR key, const TPM2B_NA
 
 int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const TPM2B_NAME *key_name,
                      tg_ek_result *ret) {
+        assert(tpm && opts && key_name && ret);
         _cleanup_(ek_candidate_done) ek_candidate c = { .ek = { .esys = tpm->esys, .tr = ESYS_TR_NONE } };
         _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
         tg_ek_result result = {};

@@ -13,6 +13,7 @@ static tg_log_sink_t log_sink;
 static bool progress_shown;
 static void *log_sink_userdata;
 static int log_max_level = LOG_INFO;
+static bool log_journal = true;
 
 void tg_log_set_sink(tg_log_sink_t sink, void *userdata) {
         log_sink = sink;
@@ -21,6 +22,10 @@ void tg_log_set_sink(tg_log_sink_t sink, void *userdata) {
 
 void tg_log_set_max_level(int level) {
         log_max_level = level;
+}
+
+void tg_log_set_journal(bool enabled) {
+        log_journal = enabled;
 }
 
 int tg_log_get_max_level(void) {
@@ -66,6 +71,8 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) {
         va_end(ap);
 
         log_dispatch(LOG_ALERT, func, buf);
+        if (!log_journal)
+                return rc;
         /* Best effort: in an initrd without journald this simply fails. */
         (void) sd_journal_send("MESSAGE=tpmguard: %s", buf,
                                "MESSAGE_ID=" TPMGUARD_ALERT_MESSAGE_ID,

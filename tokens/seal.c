@@ -504,6 +504,12 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
          */
         (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_ENCRYPT, 0xff);
         rc = Esys_Unseal(esys, object.tr, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+        tg_tpm_wipe_last_response(esys);
+        if (token->pin) {
+                /* ESAPI keeps the authValue in the object's metadata and frees it unwiped on flush. */
+                TPM2B_AUTH empty = {};
+                (void) Esys_TR_SetAuth(esys, object.tr, &empty);
+        }
         if (rc != TSS2_RC_SUCCESS)
                 return unseal_error(v, token, rc);
         policy.close_only = true;

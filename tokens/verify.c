@@ -296,6 +296,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         tg_pinned_key pinned;
         TPM2B_NAME kernel_null_name = {}, signer_name, signer_qn;
         TPM2B_DATA nonce = { .size = TG_NONCE_SIZE };
+        /* cppcheck-suppress legacyUninitvar ; the member .scheme is not the variable */
         TPMT_SIG_SCHEME scheme = { .scheme = TPM2_ALG_NULL };
         tg_attest_info info;
         TSS2_RC rc;

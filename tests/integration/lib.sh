@@ -90,14 +90,38 @@ expect_in() {
         fi
 }
 
+# Sanitizer reports (build-asan) fail the case that produced them, even when
+# the crashing command was expected to fail: every sanitized process writes
+# its report into a per-case directory, checked after the case.
+if [ -n "${TPMGUARD_ASAN_RUNTIME:-}" ]; then
+        export LD_PRELOAD_ASAN=$TPMGUARD_ASAN_RUNTIME
+fi
+_sanitizer_dir=""
+
+sanitizer_reports() {
+        local f found=1
+        for f in "$_sanitizer_dir"/*; do
+                [ -f "$f" ] || continue
+                found=0
+                echo "# sanitizer report $f:" >&2
+                sed 's/^/#   /' "$f" | head -40 >&2
+        done
+        return $found
+}
+
 run_cases() {
         echo "1..${#_tap_cases[@]}"
-        local c
+        local c rc base_asan=${ASAN_OPTIONS:-} base_ubsan=${UBSAN_OPTIONS:-}
         for c in "${_tap_cases[@]}"; do
                 _tap_n=$((_tap_n + 1))
+                _sanitizer_dir=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-sanitizer.XXXXXX")
+                export ASAN_OPTIONS="${base_asan:+$base_asan:}log_path=$_sanitizer_dir/asan"
+                export UBSAN_OPTIONS="${base_ubsan:+$base_ubsan:}log_path=$_sanitizer_dir/ubsan"
                 # Not in an "if": bash ignores set -e inside a tested subshell.
                 local rc=0
                 ( set -e; trap tpm_teardown EXIT; "$c" ) || rc=$?
+                sanitizer_reports && rc=1
+                rm -rf "$_sanitizer_dir"
                 if [ "$rc" = 0 ]; then
                         echo "ok $_tap_n - $c"
                 else
@@ -138,16 +162,10 @@ with_plugin() {
         local plugdir="$WORK/tokendir"
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
-        # In the sanitizer pass the plugin is built with ASan while cryptsetup is
-        # not: the ASan runtime must then be loaded first (leak checking covers
-        # our own binaries; cryptsetup's allocations are not ours to judge).
-        local preload=()
-        if [ -n "${TPMGUARD_ASAN_RUNTIME:-}" ]; then
-                preload=(env "LD_PRELOAD=$TPMGUARD_ASAN_RUNTIME" "ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
-        fi
-        # shellcheck disable=SC2016 # expanded by the inner sh
-        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
-                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "${preload[@]}" "$@"
+        # A sanitized plugin (build-asan) needs the ASan runtime preloaded
+        # into the uninstrumented cryptsetup; only the final command gets it.
+        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec env ${LD_PRELOAD_ASAN:+LD_PRELOAD="$LD_PRELOAD_ASAN"} "$@"' \
+                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
 }
 
 # Does the recovery passphrase still open the volume?
