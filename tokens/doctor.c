@@ -896,6 +896,14 @@ static bool listing_has(const char *listing, const char *suffix) {
         return false;
 }
 
+/* Appends what to a NUL-terminated list in buf; a full buffer keeps what fits. */
+static void append_missing(char *buf, size_t size, const char *what) {
+        size_t len = strnlen(buf, size);
+
+        if (len + 1 < size)
+                (void) snprintf(buf + len, size - len, "%s", what);
+}
+
 static void check_initrd(doctor *d) {
         _cleanup_free_ char *listing = NULL, *default_path = NULL, *pinned_rel = NULL;
         char tool[512], missing[512] = "";
@@ -944,9 +952,9 @@ static void check_initrd(doctor *d) {
 
         /* What the initrd needs to unlock with tpmguard: the plugin, the CLI (boot verification), the pin. */
         if (!listing_has(listing, "cryptsetup/libcryptsetup-token-tpmguard.so"))
-                strcat(missing, " the token plugin,");
+                append_missing(missing, sizeof missing, " the token plugin,");
         if (!listing_has(listing, "sbin/tpmguard") && !listing_has(listing, "bin/tpmguard"))
-                strcat(missing, " the tpmguard command,");
+                append_missing(missing, sizeof missing, " the tpmguard command,");
         if (d->provisioned) {
                 const char *sd = d->config->state_dir;
                 while (*sd == '/')
@@ -956,7 +964,7 @@ static void check_initrd(doctor *d) {
                         return;
                 }
                 if (!listing_has(listing, pinned_rel))
-                        strcat(missing, " the pinned EK signing key,");
+                        append_missing(missing, sizeof missing, " the pinned EK signing key,");
         }
         if (missing[0]) {
                 missing[strlen(missing) - 1] = '\0';

@@ -1166,14 +1166,14 @@ static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR key, const TPM2B_NA
 
 int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const TPM2B_NAME *key_name,
                      tg_ek_result *ret) {
-        assert(tpm && opts && key_name && ret);
-        _cleanup_(ek_candidate_done) ek_candidate c = { .ek = { .esys = tpm->esys, .tr = ESYS_TR_NONE } };
+        _cleanup_(ek_candidate_done) ek_candidate c = { .ek = TG_HANDLE_NULL };
         _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
         tg_ek_result result = {};
         unsigned digest_len = 0;
         int r;
 
         assert(tpm && opts && key_name && ret);
+        c.ek.esys = tpm->esys;
 
         /* The CA store first: a broken store is reported once, before any TPM work. */
         r = tg_ek_trust_load(opts->ca_store, opts->intermediates_file, &trust);

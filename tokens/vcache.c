@@ -54,6 +54,7 @@ int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_ke
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ TPMS_CONTEXT *context = NULL;
         _cleanup_free_ uint8_t *ctx_bytes = NULL;
+        const size_t ctx_max = sizeof(TPMS_CONTEXT);
         _cleanup_free_ char *path = NULL;
         char boot_id[SD_ID128_STRING_MAX];
         const char *text;
@@ -73,10 +74,10 @@ int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_ke
         rc = Esys_ContextSave(esys, null_key, &context);
         if (rc != TSS2_RC_SUCCESS)
                 return log_debug_rc(-TG_ERR_TPM, "ContextSave of the NULL key failed: %s", Tss2_RC_Decode(rc));
-        ctx_bytes = malloc(sizeof(TPMS_CONTEXT));
+        ctx_bytes = malloc(ctx_max);
         if (!ctx_bytes)
                 return -TG_ERR_NOMEM;
-        rc = Tss2_MU_TPMS_CONTEXT_Marshal(context, ctx_bytes, sizeof(TPMS_CONTEXT), &off);
+        rc = Tss2_MU_TPMS_CONTEXT_Marshal(context, ctx_bytes, ctx_max, &off);
         if (rc != TSS2_RC_SUCCESS)
                 return log_debug_rc(-TG_ERR_TPM, "Cannot marshal the NULL key context: %s", Tss2_RC_Decode(rc));
 

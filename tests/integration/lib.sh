@@ -164,6 +164,7 @@ with_plugin() {
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
         # A sanitized plugin (build-asan) needs the ASan runtime preloaded
         # into the uninstrumented cryptsetup; only the final command gets it.
+        # shellcheck disable=SC2016 # expanded by the inner sh
         unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec env ${LD_PRELOAD_ASAN:+LD_PRELOAD="$LD_PRELOAD_ASAN"} "$@"' \
                 "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
 }

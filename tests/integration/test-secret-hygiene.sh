@@ -3,6 +3,7 @@
 # Secret hygiene, measured against a real swtpm: no PIN or secret in process
 # memory after an unlock (test-memscan-plugin), in any log at any verbosity,
 # and the CLI is not dumpable and makes no core file.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare setpriv
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
@@ -30,7 +31,7 @@ no_secret_in_memory_after_unlock() {
         # glibc's MALLOC_PERTURB_ (set by meson test) fills freed memory and
         # would hide a missing wipe: the scan runs without it.
         expect_exit 0 env -u MALLOC_PERTURB_ "$TPMGUARD_MEMSCAN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" "$PIN"
-        echo "$ERR" | sed 's/^/# /'
+        printf '%s\n' "$ERR" | sed 's/^/# /'
 }
 
 # Neither the PIN nor the keyslot secret, raw, hex or base64, in $1.
@@ -85,8 +86,8 @@ cli_is_not_dumpable() {
         mkfifo "$WORK/pinfifo"
         head -c 32 /dev/urandom >"$WORK/secret"
         "$TPMGUARD" seal --secret-file "$WORK/secret" --pcrs 7 --pin-file "$WORK/pinfifo" >/dev/null 2>&1 &
-        local pid=$! i
-        for i in $(seq 1 100); do
+        local pid=$!
+        for _ in $(seq 1 100); do
                 grep -q pinfifo <(ls -l "/proc/$pid/fd" 2>/dev/null) && break
                 sleep 0.05
         done
@@ -105,7 +106,7 @@ cli_is_not_dumpable() {
                 setpriv --reuid 65534 --regid 65534 --clear-groups \
                         "$TPMGUARD" seal --secret-file "$WORK/secret" --pcrs 7 --pin-file "$WORK/pinfifo" >/dev/null 2>&1 &
                 pid=$!
-                for i in $(seq 1 100); do
+                for _ in $(seq 1 100); do
                         [ -r "/proc/$pid/status" ] && grep -q pinfifo <(ls -l "/proc/$pid/fd" 2>/dev/null) && break
                         sleep 0.05
                 done

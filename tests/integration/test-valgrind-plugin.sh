@@ -5,6 +5,7 @@
 # invalid read or write, no use of uninitialised memory and no definite leak
 # may come from our code (any stack with a frame in the plugin); errors
 # wholly inside other libraries are listed but are not ours to fix.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare valgrind
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
