@@ -463,14 +463,15 @@ static int read_current_pin(const cli *c, const tg_token *t, tg_secret **ret) {
         return r < 0 ? log_error_rc(r, "The token needs its current PIN (terminal, or --pin-file F).") : 0;
 }
 
-static int cmd_change_pin(const cli *c) {
+/* The common start of change-pin and rotate: one device, the configuration,
+ * and the token's current PIN when it has one. */
+static int token_command_begin(const cli *c, const char *command, tg_config **ret_config, tg_secret **ret_pin) {
         _cleanup_config_ tg_config *config = NULL;
-        _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL;
-        tg_lifecycle_result res;
+        _cleanup_secret_ tg_secret *pin = NULL;
         tg_token t;
         int r;
 
-        r = one_device(c, "change-pin");
+        r = one_device(c, command);
         if (r < 0)
                 return r;
         r = load_config(c, &config);
@@ -481,6 +482,20 @@ static int cmd_change_pin(const cli *c) {
                 return r;
         r = read_current_pin(c, &t, &pin);
         explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        *ret_config = TAKE_PTR(config);
+        *ret_pin = TAKE_PTR(pin);
+        return 0;
+}
+
+static int cmd_change_pin(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL;
+        tg_lifecycle_result res;
+        int r;
+
+        r = token_command_begin(c, "change-pin", &config, &pin);
         if (r < 0)
                 return r;
         r = tg_pin_read(c->new_pin_file, "New TPM PIN: ", true, &new_pin);
@@ -497,20 +512,9 @@ static int cmd_rotate(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_lifecycle_result res;
-        tg_token t;
         int r;
 
-        r = one_device(c, "rotate");
-        if (r < 0)
-                return r;
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
-        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
-        if (r < 0)
-                return r;
-        r = read_current_pin(c, &t, &pin);
-        explicit_bzero(&t, sizeof t);
+        r = token_command_begin(c, "rotate", &config, &pin);
         if (r < 0)
                 return r;
         r = tg_rotate(config, c->args[0], c->token, pin, &res);
