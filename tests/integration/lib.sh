@@ -117,9 +117,12 @@ run_cases() {
                 _sanitizer_dir=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-sanitizer.XXXXXX")
                 export ASAN_OPTIONS="${base_asan:+$base_asan:}log_path=$_sanitizer_dir/asan"
                 export UBSAN_OPTIONS="${base_ubsan:+$base_ubsan:}log_path=$_sanitizer_dir/ubsan"
-                # Not in an "if": bash ignores set -e inside a tested subshell.
-                local rc=0
-                ( set -e; trap tpm_teardown EXIT; "$c" ) || rc=$?
+                # A plain statement, never in an "if" or an "||" list: bash
+                # ignores set -e inside a subshell whose status is tested, and
+                # a failing step must end the case. (The outer shell has no -e.)
+                local rc
+                ( set -e; trap tpm_teardown EXIT; "$c" )
+                rc=$?
                 sanitizer_reports && rc=1
                 rm -rf "$_sanitizer_dir"
                 if [ "$rc" = 0 ]; then
