@@ -1,0 +1,448 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Adversarial tier: the attack matrix (design §1, §6 tier 3; issue 5).
+# Every tpmguard operation runs through tests/interposer/tpm-interposer in
+# every mode, against its own swtpm (a copy of a state provisioned once per
+# run). For each case the test asserts, on exit codes and on the proxy's
+# findings and capture files:
+#
+#   record     the operation works, and no secret crosses the bus: the
+#              capture (every command and response, byte-aligned in each hex
+#              field) holds neither the keyslot secret, nor the PIN, nor
+#              SHA-256(PIN), nor the authValue PBKDF2-HMAC-SHA256(PIN, token
+#              salt, token iterations);
+#   active     the operation fails closed with the expected exit code (or,
+#              for the plugin, the expected errno, and for the cryptsetup
+#              binary the interposer message, which is the deliverable there),
+#              the attack really happened (findings.attacks is not empty),
+#              the findings hold no secret (no unsealed or sensitive
+#              plaintext, no PIN, no authValue equal to the secret ones, no
+#              verified session key of a session that carried a secret), the
+#              capture holds none either, and the recovery keyslot opens.
+#
+# Adding an operation is one `op` line (plus its run function); adding an
+# attack is one `mode` line. `--shard K/N` runs every Nth case (meson runs
+# the shards in parallel); `--only REGEX` picks cases by name.
+. "$(dirname "$0")/../integration/lib.sh"
+require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare python3
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+python3 -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed (the interposer needs it)"
+: "${TPMGUARD_TOKEN_OPEN:?set by meson: the token-open helper}"
+export TSS2_LOG=all+none
+PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
+PIN=1234
+
+shard=1/1 only=.
+while [ $# -gt 0 ]; do
+        case $1 in
+        --shard) shard=$2; shift ;;
+        --only) only=$2; shift ;;
+        *) echo "usage: $0 [--shard K/N] [--only REGEX]" >&2; exit 2 ;;
+        esac
+        shift
+done
+
+# --- operations -------------------------------------------------------------
+# op NAME STATE [cache] : STATE is the template the case starts from (bare: TPM
+# and a LUKS image with only the recovery keyslot; enrolled: provisioned, and
+# keyslot 1 enrolled with PIN + PCR 7); "warm" fills cache_dir/null-key.json
+# (tpmguard verify --record, directly) before the proxy starts. run_NAME runs
+# the operation through the proxy; it may leave the keyslot secret (hex) in
+# $WORK/secret.hex for the capture search.
+OPS=()
+op() { OPS+=("$*"); }
+op provision          bare
+op verify             enrolled
+op verify-warm        enrolled warm
+op enroll             enrolled
+op seal-import        enrolled
+op unlock-plugin-cold enrolled
+op unlock-plugin-warm enrolled warm
+op unlock-cryptsetup-cold enrolled
+op unlock-cryptsetup-warm enrolled warm
+
+run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
+run_verify() { expect_exit 0 "$TPMGUARD" verify; }
+run_verify-warm() { expect_exit 0 "$TPMGUARD" verify; }
+run_enroll() {
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" || return
+        # The new keyslot secret, for the capture search: unsealed afterwards
+        # directly from the TPM (the proxy has stopped seeing traffic by then).
+        after_proxy=fetch_enrolled_secret
+}
+# Unseals the newest tpmguard token's secret directly from the TPM, after the
+# proxy has gone (a fresh null_name first: a reset mode changed the NULL seed,
+# as a reboot would).
+fetch_enrolled_secret() {
+        local id
+        # A reboot: a failed operation may have left objects in swtpm's few
+        # slots (ESAPI refuses to flush after a malformed response; the
+        # kernel's resource manager would flush them at close).
+        "$FIXTURE" stop "$WORK/tpm" >/dev/null
+        "$FIXTURE" resume "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        id=$(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); t=$1} END {print t}')
+        "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" "$id" --secret-out "$WORK/secret.hex" \
+                <"$WORK/pin" >/dev/null
+}
+run_seal-import() {
+        head -c 32 /dev/urandom >"$WORK/slot.key"
+        od -An -v -tx1 "$WORK/slot.key" | tr -d ' \n' >"$WORK/secret.hex"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" --new-key-slot 5 "$WORK/disk.img" "$WORK/slot.key" || return
+        expect_exit 0 "$TPMGUARD" seal --secret-file "$WORK/slot.key" --pcrs 7 --pin-file "$WORK/pin" || return
+        printf '%s' "$OUT" >"$WORK/token.json"
+        with_plugin cryptsetup token import --json-file "$WORK/token.json" --key-slot 5 "$WORK/disk.img"
+}
+run_unlock-plugin-cold() {
+        rm -f "$WORK/run/null-key.json"
+        after_proxy=fetch_enrolled_secret
+        expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" 0 \
+                --secret-out "$WORK/secret.hex" <"$WORK/pin"
+}
+run_unlock-plugin-warm() {
+        test -s "$WORK/run/null-key.json" || { echo "# warm case without a cache" >&2; return 1; }
+        after_proxy=fetch_enrolled_secret
+        expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" 0 \
+                --secret-out "$WORK/secret.hex" <"$WORK/pin"
+}
+run_unlock-cryptsetup-cold() {
+        rm -f "$WORK/run/null-key.json"
+        after_proxy=fetch_enrolled_secret
+        expect_exit 0 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard \
+                "$WORK/disk.img" <"$WORK/pin"
+}
+run_unlock-cryptsetup-warm() {
+        test -s "$WORK/run/null-key.json" || { echo "# warm case without a cache" >&2; return 1; }
+        run_unlock-cryptsetup-cold
+}
+
+# --- modes ------------------------------------------------------------------
+# mode NAME PROXY-ARGS... : the interposer's arguments. "record" is passive;
+# every other mode is an attack. A mode named replay-* runs the operation
+# once through the proxy first (so that it has responses to replay); a mode
+# named boot-reset-* runs tpm2_getrandom through the proxy first (the reset
+# then happens before the operation, as a reset attacker's would after boot).
+MODES=()
+mode() { MODES+=("$*"); }
+mode record                  --mode record
+mode substitute              --mode substitute
+mode substitute-pin-crack    --mode substitute,pin-crack
+mode tamper-createprimary    --mode tamper --tamper CreatePrimary:40:0x01
+mode tamper-certify-attest   --mode tamper --tamper Certify:70:0x01
+mode tamper-certify-sig      --mode tamper --tamper Certify:@SIG@:0x01
+mode tamper-readpublic-area  --mode tamper --tamper ReadPublic:40:0x01
+mode tamper-readpublic-name  --mode tamper --tamper ReadPublic:100:0x01
+mode tamper-load             --mode tamper --tamper Load:8:0x01
+mode tamper-pcrread          --mode tamper --tamper PCR_Read:@PCRVAL@:0x01
+mode tamper-unseal           --mode tamper --tamper Unseal:4:0x01
+mode tamper-readclock        --mode tamper --tamper ReadClock:4:0x01
+mode tamper-activatecred     --mode tamper --tamper ActivateCredential:4:0x01
+mode reset-after-certify     --mode reset --reset-after Certify:1
+mode reset-before-unseal     --mode reset --reset-after PolicyAuthValue:1
+mode boot-reset              --mode reset --reset-after GetRandom:1
+mode drop-certify            --mode drop --drop Certify
+mode drop-unseal             --mode drop --drop Unseal
+mode drop-create             --mode drop --drop Create
+mode replay-certify          --mode replay --replay Certify:2
+mode replay-activatecred     --mode replay --replay ActivateCredential:2
+mode replay-readclock        --mode replay --replay ReadClock:2
+mode replay-unseal           --mode replay --replay Unseal:2
+
+# --- expectations -----------------------------------------------------------
+# What each case must do: "ok" (works, nothing leaks), "n/a" (the operation
+# never issues the attacked command: asserted, and the case must still work
+# and leak nothing), or "exit:N" (the CLI exits N), "errno:N" (the plugin
+# fails with -N), "refused" (the cryptsetup binary fails and prints the
+# interposer message). Defaults by operation kind; exceptions below, each
+# with its reason.
+expect_of() {
+        local o=$1 m=$2
+        case $o/$m in
+        # The persistent SRK's public area is read but never used to protect
+        # anything (sessions are salted to the certified NULL key): its name
+        # is what is checked, against the token's parent_name, and the TPM
+        # checks that name again in Load's HMAC. Altering the unused bytes
+        # is harmless; altering the name is caught (tamper-readpublic-name).
+        */tamper-readpublic-area) echo ok; return ;;
+        esac
+        [ "$m" = record ] && { echo ok; return; }
+        case $o in
+        unlock-plugin-*)
+                case $m in
+                drop-*) echo errno:11 ;;
+                *) echo errno:2 ;;
+                esac ;;
+        unlock-cryptsetup-*) echo refused ;;
+        *)
+                case $m in
+                drop-*) echo exit:6 ;;
+                *) echo exit:3 ;;
+                esac ;;
+        esac
+}
+
+# --- templates ----------------------------------------------------------------
+TEMPLATES=""
+make_templates() {
+        TEMPLATES=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-matrix.XXXXXX")
+        local t
+        for t in bare enrolled; do
+                WORK=$TEMPLATES/$t
+                mkdir -p "$WORK"
+                "$FIXTURE" start "$WORK/tpm" >/dev/null || return 1
+                . "$WORK/tpm/env"
+                mkdir -p "$WORK/state"
+                mkdir -m 700 "$WORK/run"
+                "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+                write_config
+                make_luks "$WORK/disk.img"
+                printf '%s\n' "$PIN" >"$WORK/pin"
+                if [ $t = enrolled ]; then
+                        "$TPMGUARD" provision >/dev/null || return 1
+                        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" || return 1
+                fi
+                "$FIXTURE" stop "$WORK/tpm" >/dev/null
+                rm -f "$WORK/run/"*
+        done
+        WORK=""
+}
+
+# A private copy of a template, its swtpm resumed (Startup(CLEAR): a new NULL
+# seed, so a new kernel-style null_name, as after a reboot).
+case_setup() {
+        local t=$1
+        WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-case.XXXXXX")
+        cp -a --sparse=always "$TEMPLATES/$t/." "$WORK/"
+        sed -i "s|$TEMPLATES/$t|$WORK|g" "$WORK/tpm/env" "$WORK/tpm/localca.conf"
+        . "$WORK/tpm/env"
+        "$FIXTURE" resume "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        write_config
+}
+
+proxy_start() {
+        rm -f "$WORK/findings.json" "$WORK/capture.jsonl"
+        "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" "$@" \
+                --findings "$WORK/findings.json" --record "$WORK/capture.jsonl" \
+                --pidfile "$WORK/proxy.pid" --crack-timeout 20 >"$WORK/proxy.log" 2>&1 &
+        local i
+        for i in $(seq 1 200); do
+                [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
+                sleep 0.05
+        done
+        [ -S "$WORK/evil.sock" ] || { echo "# proxy did not start" >&2; cat "$WORK/proxy.log" >&2; return 1; }
+        sed -i "s|^tcti = .*|tcti = swtpm:path=$WORK/evil.sock|" "$WORK/tpmguard.conf"
+}
+
+proxy_stop() {
+        [ -s "$WORK/proxy.pid" ] || return 0
+        local pid
+        pid=$(cat "$WORK/proxy.pid")
+        kill "$pid" 2>/dev/null
+        for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
+}
+
+# The secrets the capture and the findings must not hold, one hex string a
+# line: keyslot secret, PIN, SHA-256(PIN), authValue (from every tpmguard
+# token on the image: its salt and iterations).
+secrets_file() {
+        {
+                [ -s "$WORK/secret.hex" ] && cat "$WORK/secret.hex"
+                local id
+                for id in $(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); print $1}'); do
+                        cryptsetup token export --token-id "$id" "$WORK/disk.img"
+                        echo
+                done | python3 -c '
+import base64, hashlib, json, sys
+pin = sys.argv[1].encode()
+print(pin.hex())
+print(hashlib.sha256(pin).hexdigest())
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    t = json.loads(line)
+    k = t.get("pin_kdf")
+    if k:
+        print(hashlib.pbkdf2_hmac("sha256", pin, base64.b64decode(k["salt"]), k["iterations"], 32).hex())
+' "$PIN"
+        } >"$WORK/secrets"
+}
+
+# Asserts that neither the capture nor the findings hold a secret, and that
+# an active mode's attack happened (or, for "n/a", that the command was never
+# issued). Prints a one-line summary of the findings.
+check_findings() {
+        local expect=$1 attacked_cmd=$2
+        python3 - "$WORK/findings.json" "$WORK/capture.jsonl" "$WORK/secrets" "$expect" "$attacked_cmd" <<'PY'
+import json, sys
+findings, capture, secrets_path, expect, attacked = sys.argv[1:6]
+f = json.load(open(findings))
+secrets = [bytes.fromhex(l.strip()) for l in open(secrets_path) if l.strip()]
+bad = []
+def holds_secret(b):
+    return any(s and s in b for s in secrets)
+records = [json.loads(l) for l in open(capture)]
+for r in records:
+    for key in ("hex", "upstream_hex"):
+        if r.get(key) and holds_secret(bytes.fromhex(r[key])):
+            bad.append("capture seq %s (%s %s, %s) holds a secret" % (r["seq"], r["command"], r["dir"], key))
+if f.get("pins"):
+    bad.append("PINs learned: %s" % f["pins"])
+for p in f.get("plaintexts", []):
+    if p.get("unsealed") or p.get("sensitive_data") or holds_secret(bytes.fromhex(p.get("data") or "")):
+        bad.append("secret plaintext: %s %s" % (p.get("command"), p.get("direction")))
+for a in f.get("auth_values", []):
+    v = bytes.fromhex(a.get("auth_value") or "")
+    if v and (v in secrets or holds_secret(v)):
+        bad.append("secret authValue learned: %s" % a.get("command"))
+secret_cmds = {"Unseal", "Create", "CreateLoaded", "ObjectChangeAuth", "GetRandom"}
+verified = {k.get("session") for k in f.get("session_keys", []) if k.get("verified")}
+for r in records:
+    if r["dir"] == "command" and r["command"] in secret_cmds:
+        for s in r.get("sessions", []):
+            if s.get("handle") in verified:
+                bad.append("verified session key for %s session %s" % (r["command"], s["handle"]))
+attacks = [a for a in f.get("attacks", [])]
+issued = any(r["dir"] == "command" and r["command"] == attacked for r in records) if attacked else True
+if expect == "n/a":
+    if issued:
+        bad.append("expected the operation not to issue %s, but it did" % attacked)
+elif expect != "ok" and not attacks:
+    bad.append("the attack never happened (no findings.attacks)")
+print("# findings: %d commands, attacks %s, verified session keys %d, plaintexts %d, auth_values %d, pins %d" % (
+    sum(1 for r in records if r["dir"] == "command"),
+    sorted({a["attack"] for a in attacks}) or "none", len(verified),
+    len(f.get("plaintexts", [])), len(f.get("auth_values", [])), len(f.get("pins", []))))
+for b in bad:
+    print("# LEAK/ASSERT: " + b)
+sys.exit(1 if bad else 0)
+PY
+}
+
+# Resolve offsets that depend on the response layout, from the record mode's
+# capture of the same operation: @SIG@ = the Certify signature (past the
+# attestation), @PCRVAL@ = the first PCR digest in PCR_Read's pcrValues.
+resolve_offsets() {
+        local args=$*
+        case $args in
+        *@SIG@*|*@PCRVAL@*) ;;
+        *) echo "$args"; return ;;
+        esac
+        python3 - "$args" <<'PY'
+import sys
+# Parameter areas (Part 3): Certify: TPM2B_ATTEST certifyInfo, TPMT_SIGNATURE;
+# the attestation of an object certified over a 32-byte nonce by a primary is
+# 2 + 4+2 + (2+34) + (2+32) + 17 + 8 + (2+34) + (2+34) = 173 bytes; the
+# signature's r starts 2+2+2 bytes after it. PCR_Read: UINT32 updateCounter,
+# TPML_PCR_SELECTION (count 4 + one selection 2+1+3), TPML_DIGEST (count 4,
+# then TPM2B sizes): the first digest's bytes start at 4+10+4+2.
+a = sys.argv[1].replace("@SIG@", str(173 + 6 + 4)).replace("@PCRVAL@", str(4 + 10 + 4 + 2 + 3))
+print(a)
+PY
+}
+
+run_case() {
+        local name=$1 opline=$2 modeline=$3
+        local o state cache m args expect attacked
+        read -r o state cache <<<"$opline"
+        read -r m args <<<"$modeline"
+        args=$(resolve_offsets "$args")
+        expect=$(expect_of "$o" "$m")
+        attacked=""
+        case $args in
+        *--tamper*|*--drop*|*--replay*|*--reset-after*)
+                attacked=$(grep -oE -- '--(tamper|drop|replay|reset-after) [A-Za-z_]+' <<<"$args" | head -1 | cut -d' ' -f2) ;;
+        esac
+        [ "$m" = boot-reset ] && attacked=""
+        case_setup "$state"
+        if [ "$cache" = warm ]; then
+                "$TPMGUARD" verify --record >/dev/null 2>&1 || { echo "# warming the cache failed" >&2; return 1; }
+        fi
+        # shellcheck disable=SC2086
+        proxy_start $args || return 1
+        case $m in
+        replay-*) ( "run_$o" ) >/dev/null 2>&1 || true ;;
+        boot-reset) TPM2TOOLS_TCTI="swtpm:path=$WORK/evil.sock" tpm2_getrandom 8 >/dev/null 2>&1 || true ;;
+        esac
+        after_proxy=""
+        local rc=0
+        "run_$o" >"$WORK/op.out" 2>&1 || rc=$?
+        OUT_ALL=$(cat "$WORK/op.out" "$WORK/stderr" 2>/dev/null)
+        proxy_stop
+        # enroll leaves after_proxy set only when it worked; unlocks always.
+        if [ -n "$after_proxy" ]; then
+                $after_proxy || { echo "# could not read the keyslot secret back for the capture search" >&2; return 1; }
+        fi
+        # An attack on a command the operation never issues is "n/a": the
+        # operation must then simply work and leak nothing.
+        if [ -n "$attacked" ] && ! python3 -c '
+import json, sys
+sys.exit(0 if any(json.loads(l)["dir"] == "command" and json.loads(l)["command"] == sys.argv[2]
+                  for l in open(sys.argv[1])) else 1)' "$WORK/capture.jsonl" "$attacked"; then
+                expect=n/a
+        fi
+        secrets_file
+        check_findings "$expect" "$attacked" || return 1
+        case $expect in
+        ok|n/a)
+                [ "$rc" = 0 ] || { echo "# expected the operation to work: $OUT_ALL" | head -5 >&2; return 1; } ;;
+        exit:*)
+                [ "$rc" != 0 ] || { echo "# the operation worked under attack" >&2; return 1; }
+                [ "$LAST_EXIT" = "${expect#exit:}" ] || { echo "# expected exit ${expect#exit:}, got $LAST_EXIT: $OUT_ALL" | head -5 >&2; return 1; } ;;
+        errno:*)
+                [ "$rc" != 0 ] || { echo "# the plugin unlocked under attack" >&2; return 1; }
+                [ "$LAST_EXIT" = "${expect#errno:}" ] || { echo "# expected errno ${expect#errno:}, got $LAST_EXIT: $OUT_ALL" | head -5 >&2; return 1; } ;;
+        refused)
+                [ "$rc" != 0 ] || { echo "# cryptsetup unlocked under attack" >&2; return 1; }
+                expect_in "interposer" "$OUT_ALL" ;;
+        esac
+        recovery_opens "$WORK/disk.img" >/dev/null || { echo "# the recovery keyslot no longer opens" >&2; return 1; }
+        echo "# $name: expected $expect, exit ${LAST_EXIT:-0}"
+        echo "$name $expect ${LAST_EXIT:-0}" >>"$RESULTS"
+}
+
+# Like lib.sh's expect_exit, and it keeps the exit code for the case checks.
+expect_exit() {
+        local want=$1 rc=0
+        shift
+        OUT=$("$@" 2>"$WORK/stderr") || rc=$?
+        ERR=$(cat "$WORK/stderr")
+        LAST_EXIT=$rc
+        [ "$rc" = "$want" ]
+}
+
+main() {
+        local k=${shard%/*} n=${shard#*/} i=0 name opline modeline
+        local -a names=() ops=() modes=()
+        for opline in "${OPS[@]}"; do
+                for modeline in "${MODES[@]}"; do
+                        name="${opline%% *}/${modeline%% *}"
+                        i=$((i + 1))
+                        [ $(((i - 1) % n)) = $((k - 1)) ] || continue
+                        [[ $name =~ $only ]] || continue
+                        names+=("$name"); ops+=("$opline"); modes+=("$modeline")
+                done
+        done
+        make_templates || { echo "Bail out! could not make the template TPM states"; exit 1; }
+        trap 'rm -rf "$TEMPLATES"' EXIT
+        RESULTS=${TPMGUARD_MATRIX_RESULTS:-$TEMPLATES/results}
+        echo "1..${#names[@]}"
+        local t0=$SECONDS failed=0
+        for i in "${!names[@]}"; do
+                ( set -e; trap 'proxy_stop; tpm_teardown' EXIT; run_case "${names[$i]}" "${ops[$i]}" "${modes[$i]}" )
+                if [ $? = 0 ]; then
+                        echo "ok $((i + 1)) - ${names[$i]}"
+                else
+                        echo "not ok $((i + 1)) - ${names[$i]}"
+                        failed=$((failed + 1))
+                fi
+        done
+        echo "# ${#names[@]} cases in $((SECONDS - t0)) s, $failed failed"
+        [ $failed = 0 ]
+}
+main
