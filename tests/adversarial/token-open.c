@@ -25,7 +25,8 @@
 #include <libcryptsetup.h>
 
 /* systemd v252..v254 src/shared/tpm2-util.h (checked against the v252 source):
- * the plugin reads only these fields; unset ones stay zero. */
+ * the plugin reads only these fields; signature_path stays NULL (no signed
+ * PCR policy). */
 struct systemd_tpm2_plugin_params {
         uint32_t search_pcr_mask;
         const char *device;
@@ -91,8 +92,9 @@ int main(int argc, char **argv) {
         }
         crypt_set_log_callback(cd, log_to_stderr, NULL);
 
-        if (systemd_device)
-                params.device = systemd_device;
+        /* UINT32_MAX: any PCR mask (0 would select only tokens bound to no PCR). */
+        params.search_pcr_mask = UINT32_MAX;
+        params.device = systemd_device;
 
         if (fgets(pin, sizeof(pin), stdin) && pin[0] != '\n') {
                 pin[strcspn(pin, "\n")] = '\0';
