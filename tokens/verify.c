@@ -116,8 +116,14 @@ static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const 
                 goto fail;
         rc = Esys_ReadClock(v->tpm->esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
         if (rc != TSS2_RC_SUCCESS) {
-                r = log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
                 tg_vcache_drop(config);
+                /* A response that fails its HMAC under the session salted to the certified key was
+                 * altered or replayed on the bus; ESAPI also refuses every later command on this
+                 * context, so there is no falling back to a full verification. */
+                if (rc == TSS2_ESYS_RC_RSP_AUTH_FAILED || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE)
+                        r = tg_tpm_rc(rc, "ReadClock (proof of the cached NULL key)");
+                else
+                        r = log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
                 goto fail;
         }
         report->null_name = v->null_name;
@@ -250,11 +256,15 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                         return tg_tpm_rc(rc, "Esys_TR_SetAuth");
         }
 
-        if (ret_vtpm && options && options->use_cache &&
-            verify_from_cache(config, v, report->kernel_null_name_present ? &kernel_null_name : NULL,
-                              &pinned.name, report) >= 0) {
-                *ret_vtpm = TAKE_PTR(v);
-                return 0;
+        if (ret_vtpm && options && options->use_cache) {
+                r = verify_from_cache(config, v, report->kernel_null_name_present ? &kernel_null_name : NULL,
+                                      &pinned.name, report);
+                if (r >= 0) {
+                        *ret_vtpm = TAKE_PTR(v);
+                        return 0;
+                }
+                if (r == -TG_ERR_INTERPOSER)
+                        return r;
         }
 
         /* 3. The NULL primary, by the kernel's template; its name must be the kernel's. */
