@@ -198,9 +198,10 @@ expect_of() {
         # not a reset. It fails closed; the next operation reports the reset
         # (boot-reset). A diagnosis gap, listed in docs/security.md.
         reset-after-certify|reset-before-unseal) cli=exit:7 plugin=errno:2 binary=failed ;;
-        # An altered SRK name breaks Create's HMAC at the TPM, which refuses
-        # it (exit 7): caught by the TPM, not diagnosed as an interposer.
-        tamper-readpublic-name) cli=exit:7 plugin=errno:2 binary=failed ;;
+        # An altered SRK name: enroll and seal compare it with the hash of the
+        # public area (exit 3); at unlock it breaks Load's HMAC at the TPM,
+        # which refuses it: caught, but not diagnosed as an interposer.
+        tamper-readpublic-name) plugin=errno:2 binary=failed ;;
         esac
         case $o in
         unlock-plugin-*) echo "$plugin" ;;

@@ -13,7 +13,7 @@
  * --secret-out writes the returned keyslot secret (hex) to FILE, so that a
  * capture test can search the bus recording for it. Exit: 0 when the
  * returned secret opened a keyslot; the plugin's errno (positive) when the
- * plugin failed; 64 on usage or setup errors; 65 when the plugin returned
+ * plugin failed (63 for an errno above 63); 64 on usage or setup errors; 65 when the plugin returned
  * a secret that opens no keyslot.
  */
 #include <dlfcn.h>
