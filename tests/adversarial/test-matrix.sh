@@ -34,7 +34,10 @@
 . "$(dirname "$0")/../integration/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare python3
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
-python3 -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed (the interposer needs it)"
+# Debian's python3, as the interposer's own #! line uses.
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+$PY -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed (the interposer needs it)"
 : "${TPMGUARD_TOKEN_OPEN:?set by meson: the token-open helper}"
 export TSS2_LOG=all+none
 PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
@@ -311,7 +314,7 @@ secrets_file() {
                 for id in $(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); print $1}'); do
                         cryptsetup token export --token-id "$id" "$WORK/disk.img"
                         echo
-                done | python3 -c '
+                done | $PY -c '
 import base64, hashlib, json, sys
 pin = sys.argv[1].encode()
 print(pin.hex())
@@ -332,7 +335,7 @@ for line in sys.stdin:
 # issued). Prints a one-line summary of the findings.
 check_findings() {
         local expect=$1 attacked_cmd=$2
-        python3 - "$WORK/findings.json" "$WORK/capture.jsonl" "$WORK/secrets" "$expect" "$attacked_cmd" <<'PY'
+        "$PY" - "$WORK/findings.json" "$WORK/capture.jsonl" "$WORK/secrets" "$expect" "$attacked_cmd" <<'PY'
 import json, sys
 findings, capture, secrets_path, expect, attacked = sys.argv[1:6]
 f = json.load(open(findings))
@@ -390,7 +393,7 @@ resolve_offsets() {
         *@SIG@*|*@PCRVAL@*) ;;
         *) echo "$args"; return ;;
         esac
-        python3 - "$args" <<'PY'
+        "$PY" - "$args" <<'PY'
 import sys
 # Parameter areas (Part 3): Certify: TPM2B_ATTEST certifyInfo, TPMT_SIGNATURE;
 # the attestation of an object certified over a 32-byte nonce by a primary is
@@ -438,7 +441,7 @@ run_case() {
         # An attack on a command the operation never issues, or a substitution
         # with nothing to substitute, is "n/a": the operation must then simply
         # work and leak nothing.
-        if [ "$m" != record ] && ! python3 -c '
+        if [ "$m" != record ] && ! $PY -c '
 import json, sys
 capture, findings, attacked = sys.argv[1:4]
 if attacked:
@@ -507,6 +510,7 @@ main() {
                         echo "ok $((i + 1)) - ${names[$i]}"
                 else
                         echo "not ok $((i + 1)) - ${names[$i]}"
+                        echo "${names[$i]} FAILED" >>"$RESULTS"
                         failed=$((failed + 1))
                 fi
         done
