@@ -70,17 +70,12 @@ static const uint8_t policy_b_sha384[48] = {
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIO *, BIO_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(X509_STORE *, X509_STORE_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509_STORE_CTX *, X509_STORE_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_KDF *, EVP_KDF_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_KDF_CTX *, EVP_KDF_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_CIPHER_CTX *, EVP_CIPHER_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIGNUM *, BN_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
-static inline void x509_stack_freep(STACK_OF(X509) **s) {
-        if (*s)
-                sk_X509_pop_free(*s, X509_free);
-}
 static inline const char *strna(const char *s) {
         return s ?: "(unknown)";
 }
@@ -937,6 +932,17 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         *ret = TAKE_PTR(buf);
         *ret_size = size;
         return 0;
+}
+
+int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size;
+        int r;
+
+        r = nv_read(tpm, nv_index, &buf, &size);
+        if (r < 0)
+                return r;
+        return tg_ek_cert_parse(buf, size, ret);
 }
 
 /*

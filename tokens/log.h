@@ -35,3 +35,12 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) _pr
 #define log_warning_rc(rc, ...) tg_log_internal(LOG_WARNING, (rc), __func__, __VA_ARGS__)
 #define log_error_rc(rc, ...)   tg_log_internal(LOG_ERR, (rc), __func__, __VA_ARGS__)
 #define log_alert_rc(rc, ...)   tg_log_alert_internal((rc), __func__, __VA_ARGS__)
+
+/*
+ * Progress for steps that take a while (over a second on a real TPM): a
+ * single line on stderr, overwritten by the next and erased by
+ * tg_progress_done(). Only when stderr is a terminal and the log level
+ * admits LOG_INFO, so logs, pipes and the plugin never see it.
+ */
+void tg_progress(const char *format, ...) _printf_(1, 2);
+void tg_progress_done(void);

@@ -5,6 +5,7 @@
 #include <tss2/tss2_tctildr.h>
 
 #include "error.h"
+#include "fault.h"
 #include "log.h"
 #include "tpm.h"
 
@@ -22,6 +23,7 @@ int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
                                     "No TPM answers on \"%s\" (%s). Is the TPM present and its driver loaded? "
                                     "Check the tcti setting in tpmguard.conf.",
                                     tcti_conf ? tcti_conf : "(default)", Tss2_RC_Decode(rc));
+        tg_fault_tcti_hook(t->tcti); /* test builds only: counts TPM commands as fault points */
 
         rc = Esys_Initialize(&t->esys, t->tcti, NULL);
         if (rc != TSS2_RC_SUCCESS) {
@@ -76,9 +78,12 @@ int tg_tpm_rc(TSS2_RC rc, const char *operation) {
 
         if (base == TPM2_RC_RETRY || base == TPM2_RC_YIELDED || base == TPM2_RC_TESTING ||
             base == TPM2_RC_NV_RATE || base == TPM2_RC_INITIALIZE)
-                return log_error_rc(-TG_ERR_TPM_UNREACHABLE, "%s: the TPM is not ready (%s).", operation, decoded);
+                return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
+                                    "%s: the TPM is not ready (%s). Try again in a moment; at boot its driver or "
+                                    "self-test may still be running.", operation, decoded);
 
-        return log_error_rc(-TG_ERR_TPM, "%s failed: %s", operation, decoded);
+        return log_error_rc(-TG_ERR_TPM, "%s failed: %s. 'tpmguard doctor' shows the TPM's state.", operation,
+                            decoded);
 }
 
 void tg_handle_release(tg_handle *h) {

@@ -41,6 +41,9 @@ typedef struct tg_handle {
 void tg_handle_release(tg_handle *h);
 #define _cleanup_handle_ _cleanup_(tg_handle_release)
 
+/* The persistent SRK's handle (TCG Provisioning Guidance; systemd uses the same). */
+#define TG_SRK_HANDLE UINT32_C(0x81000001)
+
 /* Templates (design §3). */
 /* TCG Provisioning Guidance SRK ECC "H" template: the kernel's NULL primary, and the owner SRK. */
 void tg_template_srk_ecc(TPM2B_PUBLIC *ret);

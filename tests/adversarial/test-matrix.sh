@@ -42,6 +42,7 @@ $PY -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not i
 export TSS2_LOG=all+none
 PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
 PIN=1234
+PIN2=5678   # change-pin's new PIN
 
 shard=1/1 only=.
 while [ $# -gt 0 ]; do
@@ -72,6 +73,9 @@ op unlock-plugin-cold     enrolled cold certify readpublic load unseal
 op unlock-plugin-warm     enrolled warm readclock readpublic load unseal
 op unlock-cryptsetup-cold enrolled cold certify readpublic load unseal
 op unlock-cryptsetup-warm enrolled warm readclock readpublic load unseal
+op change-pin             enrolled cold certify create unseal
+op rotate                 enrolled cold certify create unseal
+op reseal                 enrolled cold certify create unseal
 # A kernel without null_name (Debian's; kernel_null_name = if-available):
 # the fresh NULL key is still certified at every use.
 op verify-no-null-name        enrolled cold certify
@@ -132,6 +136,43 @@ run_unlock-cryptsetup-cold() {
         after_proxy=fetch_enrolled_secret
         expect_exit 0 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard \
                 "$WORK/disk.img" <"$WORK/pin"
+}
+# The lifecycle operations unseal the enrolled secret and seal a new one
+# (change-pin: under the new PIN; rotate: a new secret; reseal: the current
+# PCR values). before_OP runs directly, before the proxy starts: it reads the
+# enrolled secret, so that the capture search covers the old secret too.
+# Afterwards, worked or refused, some tpmguard token must still unlock with
+# the old or the new PIN (lose nothing); every secret it gives is searched for.
+still_unlocks() {
+        local id pin opened=""
+        "$FIXTURE" stop "$WORK/tpm" >/dev/null
+        "$FIXTURE" resume "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        for id in $(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); print $1}'); do
+                for pin in "$WORK/pin" "$WORK/pin2"; do
+                        if "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" "$id" \
+                                --secret-out "$WORK/secret.one" <"$pin" >/dev/null 2>&1; then
+                                cat "$WORK/secret.one" >>"$WORK/secret.hex"
+                                opened=1
+                        fi
+                done
+        done
+        [ -n "$opened" ] || { echo "# no tpmguard token unlocks with the old or the new PIN" >&2; return 1; }
+}
+before_change-pin() { fetch_enrolled_secret; }
+run_change-pin() {
+        after_proxy=still_unlocks
+        expect_exit 0 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+}
+before_rotate() { fetch_enrolled_secret; }
+run_rotate() {
+        after_proxy=still_unlocks
+        expect_exit 0 "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img"
+}
+before_reseal() { fetch_enrolled_secret; }
+run_reseal() {
+        after_proxy=still_unlocks
+        expect_exit 0 "$TPMGUARD" reseal --pin-file "$WORK/pin" "$WORK/disk.img"
 }
 without_null_name() {
         sed -i 's/^kernel_null_name = .*/kernel_null_name = if-available/' "$WORK/tpmguard.conf"
@@ -257,6 +298,7 @@ make_templates() {
                 write_config
                 make_luks "$WORK/disk.img"
                 printf '%s\n' "$PIN" >"$WORK/pin"
+                printf '%s\n' "$PIN2" >"$WORK/pin2"
                 if [ $t = enrolled ]; then
                         "$TPMGUARD" provision >/dev/null || return 1
                         expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
@@ -316,17 +358,18 @@ secrets_file() {
                         echo
                 done | $PY -c '
 import base64, hashlib, json, sys
-pin = sys.argv[1].encode()
-print(pin.hex())
-print(hashlib.sha256(pin).hexdigest())
+pins = [p.encode() for p in sys.argv[1:]]
+for pin in pins:
+    print(pin.hex())
+    print(hashlib.sha256(pin).hexdigest())
 for line in sys.stdin:
     if not line.strip():
         continue
     t = json.loads(line)
     k = t.get("pin_kdf")
-    if k:
+    for pin in pins if k else []:
         print(hashlib.pbkdf2_hmac("sha256", pin, base64.b64decode(k["salt"]), k["iterations"], 32).hex())
-' "$PIN"
+' "$PIN" "$PIN2"
         } >"$WORK/secrets"
 }
 
@@ -422,6 +465,9 @@ run_case() {
         case_setup "$state"
         if [ "$cache" = warm ]; then
                 "$TPMGUARD" verify --record >/dev/null 2>&1 || { echo "# warming the cache failed" >&2; return 1; }
+        fi
+        if declare -F "before_$o" >/dev/null; then
+                "before_$o" || { echo "# before_$o failed" >&2; return 1; }
         fi
         # shellcheck disable=SC2086
         proxy_start $args || return 1

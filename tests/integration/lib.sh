@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Shell test library for the integration tier: TAP output, one fresh swtpm
 # per test case (tests/fixture/swtpm-fixture), clean teardown on every path.
@@ -32,15 +33,15 @@ test_case() { _tap_cases+=("$1"); }
 
 # A fresh private TPM for the current case, and a config pointing at it.
 tpm_setup() {
-        local variant=${1:-}
+        local variant=("$@")
         WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-test.XXXXXX")
-        "$FIXTURE" start "$WORK/tpm" $variant >/dev/null || return 1
+        "$FIXTURE" start "$WORK/tpm" "${variant[@]}" >/dev/null || return 1
         # shellcheck disable=SC1091
         . "$WORK/tpm/env"
         mkdir -p "$WORK/state"
         mkdir -m 700 "$WORK/run"
         "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name" || return 1
-        write_config
+        write_config required
 }
 
 write_config() {
@@ -95,8 +96,9 @@ run_cases() {
         for c in "${_tap_cases[@]}"; do
                 _tap_n=$((_tap_n + 1))
                 # Not in an "if": bash ignores set -e inside a tested subshell.
-                ( set -e; trap tpm_teardown EXIT; "$c" )
-                if [ $? = 0 ]; then
+                local rc=0
+                ( set -e; trap tpm_teardown EXIT; "$c" ) || rc=$?
+                if [ "$rc" = 0 ]; then
                         echo "ok $_tap_n - $c"
                 else
                         echo "not ok $_tap_n - $c"
@@ -115,6 +117,20 @@ make_luks() {
                 --key-file "$WORK/recovery.key" "$img" >/dev/null
 }
 
+# A provisioned TPM and a LUKS2 image enrolled with PIN 1234 ($WORK/pin) and
+# PCR 7; arguments go to tpm_setup. Scripts that need no more call it as
+# setup_enrolled.
+setup_enrolled_common() {
+        tpm_setup "$@"
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+}
+
+setup_enrolled() { setup_enrolled_common "$@"; }
+
 # Runs a command in a private mount namespace in which libcryptsetup's
 # compiled-in token directory holds our freshly built plugin (libcryptsetup
 # 2.6 has no --external-tokens-path). Nothing leaks into the host's mounts.
@@ -122,8 +138,16 @@ with_plugin() {
         local plugdir="$WORK/tokendir"
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
+        # In the sanitizer pass the plugin is built with ASan while cryptsetup is
+        # not: the ASan runtime must then be loaded first (leak checking covers
+        # our own binaries; cryptsetup's allocations are not ours to judge).
+        local preload=()
+        if [ -n "${TPMGUARD_ASAN_RUNTIME:-}" ]; then
+                preload=(env "LD_PRELOAD=$TPMGUARD_ASAN_RUNTIME" "ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
+        fi
+        # shellcheck disable=SC2016 # expanded by the inner sh
         unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
-                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
+                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "${preload[@]}" "$@"
 }
 
 # Does the recovery passphrase still open the volume?

@@ -47,7 +47,6 @@ static void test_ek_signing_template_bytes(void **state) {
 static void test_name_of_template(void **state) {
         TPM2B_PUBLIC t;
         TPM2B_NAME name;
-        _cleanup_free_ char *hex = NULL;
         uint8_t buf[sizeof(TPMT_PUBLIC)], digest[32];
         size_t off = 0;
         unsigned dlen = 0;
