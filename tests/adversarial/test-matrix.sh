@@ -31,6 +31,7 @@
 # Adding an operation is one `op` line (plus its run function); adding an
 # attack is one `mode` line. `--shard K/N` runs every Nth case (meson runs
 # the shards in parallel); `--only REGEX` picks cases by name.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare python3
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
@@ -131,11 +132,14 @@ run_unlock-plugin-warm() {
         expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" 0 \
                 --secret-out "$WORK/secret.hex" <"$WORK/pin"
 }
-run_unlock-cryptsetup-cold() {
-        rm -f "$WORK/run/null-key.json"
+unlock_cryptsetup() {
         after_proxy=fetch_enrolled_secret
         expect_exit 0 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard \
                 "$WORK/disk.img" <"$WORK/pin"
+}
+run_unlock-cryptsetup-cold() {
+        rm -f "$WORK/run/null-key.json"
+        unlock_cryptsetup
 }
 # The lifecycle operations unseal the enrolled secret and seal a new one
 # (change-pin: under the new PIN; rotate: a new secret; reseal: the current
@@ -188,7 +192,7 @@ run_unlock-plugin-no-null-name() {
 }
 run_unlock-cryptsetup-warm() {
         test -s "$WORK/run/null-key.json" || { echo "# warm case without a cache" >&2; return 1; }
-        run_unlock-cryptsetup-cold
+        unlock_cryptsetup
 }
 
 # --- modes ------------------------------------------------------------------
@@ -287,11 +291,12 @@ expect_of() {
 TEMPLATES=""
 make_templates() {
         TEMPLATES=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-matrix.XXXXXX")
-        local t
-        for t in bare enrolled; do
-                WORK=$TEMPLATES/$t
+        local kind
+        for kind in bare enrolled; do
+                WORK=$TEMPLATES/$kind
                 mkdir -p "$WORK"
                 "$FIXTURE" start "$WORK/tpm" >/dev/null || return 1
+                # shellcheck disable=SC1091 # written by swtpm-fixture
                 . "$WORK/tpm/env"
                 mkdir -p "$WORK/state"
                 mkdir -m 700 "$WORK/run"
@@ -300,7 +305,7 @@ make_templates() {
                 make_luks "$WORK/disk.img"
                 printf '%s\n' "$PIN" >"$WORK/pin"
                 printf '%s\n' "$PIN2" >"$WORK/pin2"
-                if [ $t = enrolled ]; then
+                if [ "$kind" = enrolled ]; then
                         "$TPMGUARD" provision >/dev/null || return 1
                         expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
                                 --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" || return 1
@@ -314,10 +319,11 @@ make_templates() {
 # A private copy of a template, its swtpm resumed (Startup(CLEAR): a new NULL
 # seed, so a new kernel-style null_name, as after a reboot).
 case_setup() {
-        local t=$1
+        local kind=$1
         WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-case.XXXXXX")
-        cp -a --sparse=always "$TEMPLATES/$t/." "$WORK/"
-        sed -i "s|$TEMPLATES/$t|$WORK|g" "$WORK/tpm/env" "$WORK/tpm/localca.conf"
+        cp -a --sparse=always "$TEMPLATES/$kind/." "$WORK/"
+        sed -i "s|$TEMPLATES/$kind|$WORK|g" "$WORK/tpm/env" "$WORK/tpm/localca.conf"
+        # shellcheck disable=SC1091 # written by swtpm-fixture
         . "$WORK/tpm/env"
         "$FIXTURE" resume "$WORK/tpm" >/dev/null
         "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
@@ -533,7 +539,6 @@ expect_exit() {
         local want=$1 rc=0
         shift
         OUT=$("$@" 2>"$WORK/stderr") || rc=$?
-        ERR=$(cat "$WORK/stderr")
         LAST_EXIT=$rc
         [ "$rc" = "$want" ]
 }
@@ -559,7 +564,9 @@ main() {
         echo "1..${#names[@]}"
         local t0=$SECONDS failed=0
         for i in "${!names[@]}"; do
+                # Not "|| rc=$?" nor "if ( ... )": bash ignores set -e inside a tested subshell.
                 ( set -e; trap 'proxy_stop; tpm_teardown' EXIT; run_case "${names[$i]}" "${ops[$i]}" "${modes[$i]}" )
+                # shellcheck disable=SC2181 # see above
                 if [ $? = 0 ]; then
                         echo "ok $((i + 1)) - ${names[$i]}"
                 else
