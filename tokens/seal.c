@@ -229,6 +229,14 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
                         r = tg_public_name(&pub->publicArea, ret_name);
                         if (r < 0)
                                 return r;
+                        /* ESAPI authorizes Create with the name the TPM returned, the token records
+                         * the name of the public area: they must be one name, or an altered public
+                         * area would make a token that can never unseal. */
+                        if (!names_equal(ret_name, name))
+                                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                                    "ReadPublic of the SRK at 0x81000001 returned a public area that "
+                                                    "does not hash to the name returned with it: altered on the TPM "
+                                                    "bus. Interposer suspected; nothing was sealed.");
                         log_debug("Sealing under the persistent SRK at 0x81000001.");
                         *ret = persistent;
                         persistent.tr = ESYS_TR_NONE;

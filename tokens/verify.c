@@ -153,6 +153,15 @@ int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session) {
  *    ReadClock.
  * Nothing secret has been sent before the proof.
  */
+/* A proof response that fails its HMAC under the session salted to the certified key
+ * was altered or replayed on the bus: an interposer. ESAPI also refuses every later
+ * command on this context, so there is no falling back to a full verification. */
+static int proof_failed(TSS2_RC rc) {
+        if (rc == TSS2_ESYS_RC_RSP_AUTH_FAILED || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE)
+                return tg_tpm_rc(rc, "The proof of the cached NULL key");
+        return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
+}
+
 static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
         _cleanup_free_ TPMS_TIME_INFO *time_info = NULL;
         ESYS_TR srk = ESYS_TR_NONE;
@@ -165,8 +174,7 @@ static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
                 rc = Esys_ReadPublic(v->tpm->esys, v->srk.tr, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE,
                                      &pub, &name, NULL);
                 if (rc != TSS2_RC_SUCCESS)
-                        return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).",
-                                            Tss2_RC_Decode(rc));
+                        return proof_failed(rc);
                 rc = Esys_TR_GetName(v->tpm->esys, v->srk.tr, &cached_name);
                 if (rc != TSS2_RC_SUCCESS || cached_name->size != name->size ||
                     memcmp(cached_name->name, name->name, name->size) != 0)
@@ -182,11 +190,11 @@ static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
                 return 0;
         }
         if (tg_tpm_rc_base(rc) != TPM2_RC_HANDLE)
-                return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
+                return proof_failed(rc);
 
         rc = Esys_ReadClock(v->tpm->esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
         if (rc != TSS2_RC_SUCCESS)
-                return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
+                return proof_failed(rc);
         report->clock = time_info->clockInfo.clock;
         report->reset_count = time_info->clockInfo.resetCount;
         report->restart_count = time_info->clockInfo.restartCount;
@@ -351,11 +359,15 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                         return tg_tpm_rc(rc, "Esys_TR_SetAuth");
         }
 
-        if (ret_vtpm && options && options->use_cache &&
-            verify_from_cache(config, v, report->kernel_null_name_present ? &kernel_null_name : NULL,
-                              &pinned.name, report) >= 0) {
-                *ret_vtpm = TAKE_PTR(v);
-                return 0;
+        if (ret_vtpm && options && options->use_cache) {
+                r = verify_from_cache(config, v, report->kernel_null_name_present ? &kernel_null_name : NULL,
+                                      &pinned.name, report);
+                if (r >= 0) {
+                        *ret_vtpm = TAKE_PTR(v);
+                        return 0;
+                }
+                if (r == -TG_ERR_INTERPOSER)
+                        return r;
         }
 
         /* 3. The NULL primary, by the kernel's template; its name must be the kernel's. */

@@ -1,0 +1,581 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+#
+# Adversarial tier: the attack matrix (design §1, §6 tier 3; issue 5).
+# Every tpmguard operation runs through tests/interposer/tpm-interposer in
+# every mode, against its own swtpm (a copy of a state provisioned once per
+# run). For each case the test asserts, on exit codes and on the proxy's
+# findings and capture files:
+#
+#   record     the operation works, and no secret crosses the bus: the
+#              capture (every command and response, byte-aligned in each hex
+#              field) holds neither the keyslot secret, nor the PIN, nor
+#              SHA-256(PIN), nor the authValue PBKDF2-HMAC-SHA256(PIN, token
+#              salt, token iterations) of any tpmguard token on the image.
+#              The keyslot secret searched for: seal-import, the random
+#              secret the test gave it; the plugin unlocks, the secret the
+#              plugin returned (token-open --secret-out, checked to open a
+#              keyslot); enroll and the cryptsetup-binary unlocks, the secret
+#              unsealed afterwards, directly, by the plugin in process;
+#              provision and verify handle no keyslot secret (PIN values
+#              only);
+#   active     the operation fails closed with the expected exit code (or,
+#              for the plugin, the expected errno, and for the cryptsetup
+#              binary the interposer message, which is the deliverable there),
+#              the attack really happened (findings.attacks is not empty),
+#              the findings hold no secret (no unsealed or sensitive
+#              plaintext, no PIN, no authValue equal to the secret ones, no
+#              verified session key of a session that carried a secret), the
+#              capture holds none either, and the recovery keyslot opens.
+#
+# Adding an operation is one `op` line (plus its run function); adding an
+# attack is one `mode` line. `--shard K/N` runs every Nth case (meson runs
+# the shards in parallel); `--only REGEX` picks cases by name.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/../integration/lib.sh"
+require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare python3
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+# Debian's python3, as the interposer's own #! line uses.
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+$PY -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed (the interposer needs it)"
+: "${TPMGUARD_TOKEN_OPEN:?set by meson: the token-open helper}"
+export TSS2_LOG=all+none
+PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
+PIN=1234
+PIN2=5678   # change-pin's new PIN
+
+shard=1/1 only=.
+while [ $# -gt 0 ]; do
+        case $1 in
+        --shard) shard=$2; shift ;;
+        --only) only=$2; shift ;;
+        *) echo "usage: $0 [--shard K/N] [--only REGEX]" >&2; exit 2 ;;
+        esac
+        shift
+done
+
+# --- operations -------------------------------------------------------------
+# op NAME STATE CACHE TAGS... : STATE is the template the case starts from
+# (bare: TPM and a LUKS image with only the recovery keyslot; enrolled:
+# provisioned, and keyslot 1 enrolled with PIN + PCR 7). CACHE "warm" fills
+# cache_dir/null-key.json (tpmguard verify --record, directly) before the
+# proxy starts; "cold" leaves it empty. TAGS name the TPM commands the
+# operation relies on; a mode runs against the operations with its tag.
+# run_NAME runs the operation through the proxy; it may leave the keyslot
+# secret (hex) in $WORK/secret.hex for the capture search.
+OPS=()
+op() { OPS+=("$*"); }
+op provision              bare     cold activatecred
+op verify                 enrolled cold certify
+op enroll                 enrolled cold certify create pcrread readpublic load unseal
+op seal-import            enrolled cold certify create pcrread readpublic
+op unlock-plugin-cold     enrolled cold certify readpublic load unseal
+op unlock-plugin-warm     enrolled warm readclock readpublic load unseal
+op unlock-cryptsetup-cold enrolled cold certify readpublic load unseal
+op unlock-cryptsetup-warm enrolled warm readclock readpublic load unseal
+op change-pin             enrolled cold certify create unseal
+op rotate                 enrolled cold certify create unseal
+op reseal                 enrolled cold certify create unseal
+# A kernel without null_name (Debian's; kernel_null_name = if-available):
+# the fresh NULL key is still certified at every use.
+op verify-no-null-name        enrolled cold certify
+op unlock-plugin-no-null-name enrolled cold certify unseal
+
+run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
+run_verify() { expect_exit 0 "$TPMGUARD" verify; }
+run_enroll() {
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" || return
+        # The new keyslot secret, for the capture search: unsealed afterwards
+        # directly from the TPM (the proxy has stopped seeing traffic by then).
+        after_proxy=fetch_enrolled_secret
+}
+# Unseals the newest tpmguard token's secret directly from the TPM, after the
+# proxy has gone (a fresh null_name first: a reset mode changed the NULL seed,
+# as a reboot would).
+fetch_enrolled_secret() {
+        local id
+        # A reboot: a failed operation may have left objects in swtpm's few
+        # slots (ESAPI refuses to flush after a malformed response; the
+        # kernel's resource manager would flush them at close).
+        "$FIXTURE" stop "$WORK/tpm" >/dev/null
+        "$FIXTURE" resume "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        id=$(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); t=$1} END {print t}')
+        "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" "$id" --secret-out "$WORK/secret.one" \
+                <"$WORK/pin" >/dev/null && cat "$WORK/secret.one" >>"$WORK/secret.hex"
+}
+run_seal-import() {
+        local slot
+        # The first free of keyslots 5..7 (a replay mode runs this twice).
+        slot=$(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: luks2/ {sub(":", "", $1); used[$1] = 1}
+                END {for (s = 5; s <= 7; s++) if (!(s in used)) {print s; exit}}')
+        head -c 32 /dev/urandom >"$WORK/slot.key"
+        od -An -v -tx1 "$WORK/slot.key" | tr -d ' \n' >>"$WORK/secret.hex"
+        echo >>"$WORK/secret.hex"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" --new-key-slot "$slot" "$WORK/disk.img" "$WORK/slot.key" || return
+        expect_exit 0 "$TPMGUARD" seal --secret-file "$WORK/slot.key" --pcrs 7 --pin-file "$WORK/pin" || return
+        printf '%s' "$OUT" >"$WORK/token.json"
+        with_plugin cryptsetup token import --json-file "$WORK/token.json" --key-slot "$slot" "$WORK/disk.img"
+}
+run_unlock-plugin-cold() {
+        rm -f "$WORK/run/null-key.json"
+        after_proxy=fetch_enrolled_secret
+        expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" 0 \
+                --secret-out "$WORK/secret.hex" <"$WORK/pin"
+}
+run_unlock-plugin-warm() {
+        test -s "$WORK/run/null-key.json" || { echo "# warm case without a cache" >&2; return 1; }
+        after_proxy=fetch_enrolled_secret
+        expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" 0 \
+                --secret-out "$WORK/secret.hex" <"$WORK/pin"
+}
+unlock_cryptsetup() {
+        after_proxy=fetch_enrolled_secret
+        expect_exit 0 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard \
+                "$WORK/disk.img" <"$WORK/pin"
+}
+run_unlock-cryptsetup-cold() {
+        rm -f "$WORK/run/null-key.json"
+        unlock_cryptsetup
+}
+# The lifecycle operations unseal the enrolled secret and seal a new one
+# (change-pin: under the new PIN; rotate: a new secret; reseal: the current
+# PCR values). before_OP runs directly, before the proxy starts: it reads the
+# enrolled secret, so that the capture search covers the old secret too.
+# Afterwards, worked or refused, some tpmguard token must still unlock with
+# the old or the new PIN (lose nothing); every secret it gives is searched for.
+still_unlocks() {
+        local id pin opened=""
+        "$FIXTURE" stop "$WORK/tpm" >/dev/null
+        "$FIXTURE" resume "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        for id in $(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); print $1}'); do
+                for pin in "$WORK/pin" "$WORK/pin2"; do
+                        if "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" "$id" \
+                                --secret-out "$WORK/secret.one" <"$pin" >/dev/null 2>&1; then
+                                cat "$WORK/secret.one" >>"$WORK/secret.hex"
+                                opened=1
+                        fi
+                done
+        done
+        [ -n "$opened" ] || { echo "# no tpmguard token unlocks with the old or the new PIN" >&2; return 1; }
+}
+before_change-pin() { fetch_enrolled_secret; }
+run_change-pin() {
+        after_proxy=still_unlocks
+        expect_exit 0 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+}
+before_rotate() { fetch_enrolled_secret; }
+run_rotate() {
+        after_proxy=still_unlocks
+        expect_exit 0 "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img"
+}
+before_reseal() { fetch_enrolled_secret; }
+run_reseal() {
+        after_proxy=still_unlocks
+        expect_exit 0 "$TPMGUARD" reseal --pin-file "$WORK/pin" "$WORK/disk.img"
+}
+without_null_name() {
+        sed -i 's/^kernel_null_name = .*/kernel_null_name = if-available/' "$WORK/tpmguard.conf"
+        rm -f "$WORK/null_name"
+}
+run_verify-no-null-name() {
+        without_null_name
+        run_verify
+}
+run_unlock-plugin-no-null-name() {
+        without_null_name
+        run_unlock-plugin-cold
+}
+run_unlock-cryptsetup-warm() {
+        test -s "$WORK/run/null-key.json" || { echo "# warm case without a cache" >&2; return 1; }
+        unlock_cryptsetup
+}
+
+# --- modes ------------------------------------------------------------------
+# mode NAME TAG PROXY-ARGS... : runs against every operation with TAG ("all":
+# every operation), with the interposer's arguments. "record" is passive;
+# every other mode is an attack. A mode named replay-* runs the operation
+# once through the proxy first (so that it has responses to replay);
+# boot-reset runs tpm2_getrandom through the proxy first, so the reset (and
+# the replay of PCR extends) happens before the operation, as a reset
+# attacker's would after boot.
+MODES=()
+mode() { MODES+=("$*"); }
+mode record                 all          --mode record
+mode substitute             all          --mode substitute
+mode substitute-pin-crack   all          --mode substitute,pin-crack
+mode tamper-createprimary   all          --mode tamper --tamper CreatePrimary:40:0x01
+mode boot-reset             all          --mode reset --reset-after GetRandom:1
+mode tamper-certify-attest  certify      --mode tamper --tamper Certify:70:0x01
+mode tamper-certify-sig     certify      --mode tamper --tamper Certify:@SIG@:0x01
+mode reset-after-certify    certify      --mode reset --reset-after Certify:1
+mode drop-certify           certify      --mode drop --drop Certify
+mode replay-certify         certify      --mode replay --replay Certify:2
+mode tamper-activatecred    activatecred --mode tamper --tamper ActivateCredential:4:0x01
+mode replay-activatecred    activatecred --mode replay --replay ActivateCredential:2
+mode tamper-readclock       readclock    --mode tamper --tamper ReadClock:4:0x01
+mode replay-readclock       readclock    --mode replay --replay ReadClock:2
+mode tamper-readpublic-area readpublic   --mode tamper --tamper ReadPublic:40:0x01
+mode tamper-readpublic-name readpublic   --mode tamper --tamper ReadPublic:100:0x01
+mode tamper-pcrread         pcrread      --mode tamper --tamper PCR_Read:@PCRVAL@:0x01
+mode drop-create            create       --mode drop --drop Create
+mode tamper-load            load         --mode tamper --tamper Load:8:0x01
+mode tamper-unseal          unseal       --mode tamper --tamper Unseal:4:0x01
+mode reset-before-unseal    unseal       --mode reset --reset-after PolicyAuthValue:1
+mode drop-unseal            unseal       --mode drop --drop Unseal
+mode replay-unseal          unseal       --mode replay --replay Unseal:2
+
+# --- expectations -----------------------------------------------------------
+# What each case must do:
+#   ok          works, and nothing leaks;
+#   n/a         set at run time when the operation never issues the attacked
+#               command (or the proxy found nothing to substitute): it must
+#               then work and leak nothing;
+#   exit:N      the CLI fails with exit code N (tpmguard(8));
+#   errno:N     the plugin fails with -N ("+interposer": and says so: for
+#               the plugin the message is the only diagnosis it can give, as
+#               libcryptsetup maps every failure onto a few errnos);
+#   refused     the cryptsetup binary fails and prints the interposer message;
+#   failed      the cryptsetup binary fails (for attacks that are not
+#               diagnosed as an interposer: see the exceptions).
+# Every failing case must also leave the recovery keyslot working.
+expect_of() {
+        local o=$1 m=$2 cli=exit:3 plugin=errno:2+interposer binary=refused
+        case $o/$m in
+        # The persistent SRK's public area is read at a cold unlock but never
+        # used to protect anything (sessions are salted to the certified NULL
+        # key): its name is what is checked, against the token's parent_name,
+        # and the TPM checks that name again in Load's HMAC. (A warm unlock
+        # reads it in the audited proof of the cache, whose HMAC catches it.)
+        unlock-*-cold/tamper-readpublic-area) echo ok; return ;;
+        # Provisioning pins keys of the endorsement hierarchy, which a reset
+        # does not change; a reset before it changes nothing it relies on.
+        provision/boot-reset) echo ok; return ;;
+        # verify's last verification command is Certify; a reset after it
+        # answered changes nothing verify reported (its FlushContexts then
+        # fail, harmlessly). The next operation sees the reset (boot-reset).
+        verify/reset-after-certify|verify-no-null-name/reset-after-certify) echo ok; return ;;
+        # Without the kernel's null_name a reset after boot cannot be told
+        # from a boot (design §2; kernel_null_name = if-available is the
+        # administrator's choice, reported on every run): the operation works
+        # on the reset TPM, over a freshly certified NULL key, leaking nothing.
+        *-no-null-name/boot-reset) echo ok; return ;;
+        esac
+        case $m in
+        record) echo ok; return ;;
+        # A dropped command looks like a TPM that did not answer: "TPM
+        # unreachable" (exit 6, -EAGAIN: other tokens, then the passphrase).
+        drop-*) cli=exit:6 plugin=errno:11 binary=failed ;;
+        # A reset in the middle of an operation makes the TPM forget the
+        # operation's handles; tpmguard reports the TPM's refusal (exit 7),
+        # not a reset. It fails closed; the next operation reports the reset
+        # (boot-reset). A diagnosis gap, listed in docs/security.md.
+        reset-after-certify|reset-before-unseal) cli=exit:7 plugin=errno:2 binary=failed ;;
+        # An altered SRK name: enroll and seal compare it with the hash of the
+        # public area (exit 3); at unlock it breaks Load's HMAC at the TPM,
+        # which refuses it: caught, but not diagnosed as an interposer.
+        tamper-readpublic-name) plugin=errno:2 binary=failed ;;
+        esac
+        case $o in
+        unlock-plugin-*) echo "$plugin" ;;
+        unlock-cryptsetup-*) echo "$binary" ;;
+        *) echo "$cli" ;;
+        esac
+}
+
+# --- templates ----------------------------------------------------------------
+TEMPLATES=""
+make_templates() {
+        TEMPLATES=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-matrix.XXXXXX")
+        local kind
+        for kind in bare enrolled; do
+                WORK=$TEMPLATES/$kind
+                mkdir -p "$WORK"
+                "$FIXTURE" start "$WORK/tpm" >/dev/null || return 1
+                # shellcheck disable=SC1091 # written by swtpm-fixture
+                . "$WORK/tpm/env"
+                mkdir -p "$WORK/state"
+                mkdir -m 700 "$WORK/run"
+                "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+                write_config
+                make_luks "$WORK/disk.img"
+                printf '%s\n' "$PIN" >"$WORK/pin"
+                printf '%s\n' "$PIN2" >"$WORK/pin2"
+                if [ "$kind" = enrolled ]; then
+                        "$TPMGUARD" provision >/dev/null || return 1
+                        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" || return 1
+                fi
+                "$FIXTURE" stop "$WORK/tpm" >/dev/null
+                rm -f "$WORK/run/"*
+        done
+        WORK=""
+}
+
+# A private copy of a template, its swtpm resumed (Startup(CLEAR): a new NULL
+# seed, so a new kernel-style null_name, as after a reboot).
+case_setup() {
+        local kind=$1
+        WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-case.XXXXXX")
+        cp -a --sparse=always "$TEMPLATES/$kind/." "$WORK/"
+        sed -i "s|$TEMPLATES/$kind|$WORK|g" "$WORK/tpm/env" "$WORK/tpm/localca.conf"
+        # shellcheck disable=SC1091 # written by swtpm-fixture
+        . "$WORK/tpm/env"
+        "$FIXTURE" resume "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        write_config
+}
+
+proxy_start() {
+        rm -f "$WORK/findings.json" "$WORK/capture.jsonl"
+        "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" "$@" \
+                --findings "$WORK/findings.json" --record "$WORK/capture.jsonl" \
+                --pidfile "$WORK/proxy.pid" --crack-timeout 20 >"$WORK/proxy.log" 2>&1 &
+        local i
+        for i in $(seq 1 200); do
+                [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
+                sleep 0.05
+        done
+        [ -S "$WORK/evil.sock" ] || { echo "# proxy did not start" >&2; cat "$WORK/proxy.log" >&2; return 1; }
+        sed -i "s|^tcti = .*|tcti = swtpm:path=$WORK/evil.sock|" "$WORK/tpmguard.conf"
+}
+
+proxy_stop() {
+        [ -s "$WORK/proxy.pid" ] || return 0
+        local pid
+        pid=$(cat "$WORK/proxy.pid")
+        kill "$pid" 2>/dev/null
+        for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
+}
+
+# The secrets the capture and the findings must not hold, one hex string a
+# line: keyslot secret, PIN, SHA-256(PIN), authValue (from every tpmguard
+# token on the image: its salt and iterations).
+secrets_file() {
+        {
+                [ -s "$WORK/secret.hex" ] && cat "$WORK/secret.hex"
+                local id
+                for id in $(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); print $1}'); do
+                        cryptsetup token export --token-id "$id" "$WORK/disk.img"
+                        echo
+                done | $PY -c '
+import base64, hashlib, json, sys
+pins = [p.encode() for p in sys.argv[1:]]
+for pin in pins:
+    print(pin.hex())
+    print(hashlib.sha256(pin).hexdigest())
+for line in sys.stdin:
+    if not line.strip():
+        continue
+    t = json.loads(line)
+    k = t.get("pin_kdf")
+    for pin in pins if k else []:
+        print(hashlib.pbkdf2_hmac("sha256", pin, base64.b64decode(k["salt"]), k["iterations"], 32).hex())
+' "$PIN" "$PIN2"
+        } >"$WORK/secrets"
+}
+
+# Asserts that neither the capture nor the findings hold a secret, and that
+# an active mode's attack happened (or, for "n/a", that the command was never
+# issued). Prints a one-line summary of the findings.
+check_findings() {
+        local expect=$1 attacked_cmd=$2
+        "$PY" - "$WORK/findings.json" "$WORK/capture.jsonl" "$WORK/secrets" "$expect" "$attacked_cmd" <<'PY'
+import json, sys
+findings, capture, secrets_path, expect, attacked = sys.argv[1:6]
+f = json.load(open(findings))
+secrets = [bytes.fromhex(l.strip()) for l in open(secrets_path) if l.strip()]
+bad = []
+def holds_secret(b):
+    return any(s and s in b for s in secrets)
+records = [json.loads(l) for l in open(capture)]
+for r in records:
+    for key in ("hex", "upstream_hex"):
+        if r.get(key) and holds_secret(bytes.fromhex(r[key])):
+            bad.append("capture seq %s (%s %s, %s) holds a secret" % (r["seq"], r["command"], r["dir"], key))
+if f.get("pins"):
+    bad.append("PINs learned: %s" % f["pins"])
+for p in f.get("plaintexts", []):
+    if p.get("unsealed") or p.get("sensitive_data") or holds_secret(bytes.fromhex(p.get("data") or "")):
+        bad.append("secret plaintext: %s %s" % (p.get("command"), p.get("direction")))
+for a in f.get("auth_values", []):
+    v = bytes.fromhex(a.get("auth_value") or "")
+    if v and (v in secrets or holds_secret(v)):
+        bad.append("secret authValue learned: %s" % a.get("command"))
+secret_cmds = {"Unseal", "Create", "CreateLoaded", "ObjectChangeAuth", "GetRandom"}
+verified = {k.get("session") for k in f.get("session_keys", []) if k.get("verified")}
+for r in records:
+    if r["dir"] == "command" and r["command"] in secret_cmds:
+        for s in r.get("sessions", []):
+            if s.get("handle") in verified:
+                bad.append("verified session key for %s session %s" % (r["command"], s["handle"]))
+attacks = [a for a in f.get("attacks", [])]
+issued = any(r["dir"] == "command" and r["command"] == attacked for r in records)
+if expect == "n/a":
+    if attacked and issued:
+        bad.append("expected the operation not to issue %s, but it did" % attacked)
+    if not attacked and attacks:
+        bad.append("n/a, yet the proxy attacked")
+elif expect != "ok" and not attacks:
+    bad.append("the attack never happened (no findings.attacks)")
+print("# findings: %d commands, attacks %s, verified session keys %d, plaintexts %d, auth_values %d, pins %d" % (
+    sum(1 for r in records if r["dir"] == "command"),
+    sorted({a["attack"] for a in attacks}) or "none", len(verified),
+    len(f.get("plaintexts", [])), len(f.get("auth_values", [])), len(f.get("pins", []))))
+for b in bad:
+    print("# LEAK/ASSERT: " + b)
+sys.exit(1 if bad else 0)
+PY
+}
+
+# Offsets fixed by the response layouts (TPM 2.0 Part 2/3, and tpmguard's
+# 32-byte nonce, TG_NONCE_SIZE): @SIG@ = a byte of the Certify signature's r
+# (past the attestation), @PCRVAL@ = a byte of the first PCR digest in
+# PCR_Read's pcrValues.
+resolve_offsets() {
+        local args=$*
+        case $args in
+        *@SIG@*|*@PCRVAL@*) ;;
+        *) echo "$args"; return ;;
+        esac
+        "$PY" - "$args" <<'PY'
+import sys
+# Parameter areas (Part 3): Certify: TPM2B_ATTEST certifyInfo, TPMT_SIGNATURE;
+# the attestation of an object certified over a 32-byte nonce by a primary is
+# 2 + 4+2 + (2+34) + (2+32) + 17 + 8 + (2+34) + (2+34) = 173 bytes; the
+# signature's r starts 2+2+2 bytes after it. PCR_Read: UINT32 updateCounter,
+# TPML_PCR_SELECTION (count 4 + one selection 2+1+3), TPML_DIGEST (count 4,
+# then TPM2B sizes): the first digest's bytes start at 4+10+4+2.
+a = sys.argv[1].replace("@SIG@", str(173 + 6 + 4)).replace("@PCRVAL@", str(4 + 10 + 4 + 2 + 3))
+print(a)
+PY
+}
+
+run_case() {
+        local name=$1 opline=$2 modeline=$3
+        local o state cache tags m tag args expect attacked
+        read -r o state cache tags <<<"$opline"
+        read -r m tag args <<<"$modeline"
+        args=$(resolve_offsets "$args")
+        expect=$(expect_of "$o" "$m")
+        attacked=""
+        case $args in
+        *--tamper*|*--drop*|*--replay*|*--reset-after*)
+                attacked=$(grep -oE -- '--(tamper|drop|replay|reset-after) [A-Za-z_]+' <<<"$args" | head -1 | cut -d' ' -f2) ;;
+        esac
+        [ "$m" = boot-reset ] && attacked=""
+        case_setup "$state"
+        if [ "$cache" = warm ]; then
+                "$TPMGUARD" verify --record >/dev/null 2>&1 || { echo "# warming the cache failed" >&2; return 1; }
+        fi
+        if declare -F "before_$o" >/dev/null; then
+                "before_$o" || { echo "# before_$o failed" >&2; return 1; }
+        fi
+        # shellcheck disable=SC2086
+        proxy_start $args || return 1
+        case $m in
+        replay-*)
+                ( "run_$o" ) >/dev/null 2>&1 || true
+                # What the kernel's resource manager does when a client
+                # closes: flush what it left loaded (a run whose response
+                # failed its HMAC cannot flush: ESAPI refuses further commands).
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext --transient-object >/dev/null 2>&1 || true
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext --loaded-session >/dev/null 2>&1 || true
+                ;;
+        boot-reset) TPM2TOOLS_TCTI="swtpm:path=$WORK/evil.sock" tpm2_getrandom 8 >/dev/null 2>&1 || true ;;
+        esac
+        after_proxy=""
+        local rc=0
+        "run_$o" >"$WORK/op.out" 2>&1 || rc=$?
+        OUT_ALL=$(cat "$WORK/op.out" "$WORK/stderr" 2>/dev/null)
+        proxy_stop
+        # enroll leaves after_proxy set only when it worked; unlocks always.
+        if [ -n "$after_proxy" ]; then
+                $after_proxy || { echo "# could not read the keyslot secret back for the capture search" >&2; return 1; }
+        fi
+        # An attack on a command the operation never issues, or a substitution
+        # with nothing to substitute, is "n/a": the operation must then simply
+        # work and leak nothing.
+        if [ "$m" != record ] && ! $PY -c '
+import json, sys
+capture, findings, attacked = sys.argv[1:4]
+if attacked:
+    sys.exit(0 if any(json.loads(l)["dir"] == "command" and json.loads(l)["command"] == attacked
+                      for l in open(capture)) else 1)
+sys.exit(0 if json.load(open(findings)).get("attacks") else 1)' "$WORK/capture.jsonl" "$WORK/findings.json" "$attacked"; then
+                expect=n/a
+        fi
+        secrets_file
+        check_findings "$expect" "$attacked" || return 1
+        case $expect in
+        ok|n/a)
+                [ "$rc" = 0 ] || { echo "# expected the operation to work: $OUT_ALL" | head -5 >&2; return 1; } ;;
+        exit:*)
+                [ "$rc" != 0 ] || { echo "# the operation worked under attack" >&2; return 1; }
+                [ "$LAST_EXIT" = "${expect#exit:}" ] || { echo "# expected exit ${expect#exit:}, got $LAST_EXIT: $OUT_ALL" | head -5 >&2; return 1; } ;;
+        errno:*)
+                local want=${expect#errno:}
+                [ "$rc" != 0 ] || { echo "# the plugin unlocked under attack" >&2; return 1; }
+                [ "$LAST_EXIT" = "${want%+*}" ] || { echo "# expected errno ${want%+*}, got $LAST_EXIT: $OUT_ALL" | head -5 >&2; return 1; }
+                [ "$want" = "${want%+interposer}" ] || expect_in "interposer" "$OUT_ALL" ;;
+        refused)
+                [ "$rc" != 0 ] || { echo "# cryptsetup unlocked under attack" >&2; return 1; }
+                expect_in "interposer" "$OUT_ALL" ;;
+        failed)
+                [ "$rc" != 0 ] || { echo "# cryptsetup unlocked under attack" >&2; return 1; } ;;
+        esac
+        recovery_opens "$WORK/disk.img" >/dev/null || { echo "# the recovery keyslot no longer opens" >&2; return 1; }
+        echo "# $name: expected $expect, exit ${LAST_EXIT:-0}"
+        echo "$name $expect ${LAST_EXIT:-0}" >>"$RESULTS"
+}
+
+# Like lib.sh's expect_exit, and it keeps the exit code for the case checks.
+expect_exit() {
+        local want=$1 rc=0
+        shift
+        OUT=$("$@" 2>"$WORK/stderr") || rc=$?
+        LAST_EXIT=$rc
+        [ "$rc" = "$want" ]
+}
+
+main() {
+        local k=${shard%/*} n=${shard#*/} i=0 name opline modeline o m tag tags
+        local -a names=() ops=() modes=()
+        for opline in "${OPS[@]}"; do
+                for modeline in "${MODES[@]}"; do
+                        read -r o _ _ tags <<<"$opline"
+                        read -r m tag _ <<<"$modeline"
+                        [ "$tag" = all ] || [[ " $tags " == *" $tag "* ]] || continue
+                        name="$o/$m"
+                        i=$((i + 1))
+                        [ $(((i - 1) % n)) = $((k - 1)) ] || continue
+                        [[ $name =~ $only ]] || continue
+                        names+=("$name"); ops+=("$opline"); modes+=("$modeline")
+                done
+        done
+        make_templates || { echo "Bail out! could not make the template TPM states"; exit 1; }
+        trap 'rm -rf "$TEMPLATES"' EXIT
+        RESULTS=${TPMGUARD_MATRIX_RESULTS:-$TEMPLATES/results}
+        echo "1..${#names[@]}"
+        local t0=$SECONDS failed=0
+        for i in "${!names[@]}"; do
+                # Not "|| rc=$?" nor "if ( ... )": bash ignores set -e inside a tested subshell.
+                ( set -e; trap 'proxy_stop; tpm_teardown' EXIT; run_case "${names[$i]}" "${ops[$i]}" "${modes[$i]}" )
+                # shellcheck disable=SC2181 # see above
+                if [ $? = 0 ]; then
+                        echo "ok $((i + 1)) - ${names[$i]}"
+                else
+                        echo "not ok $((i + 1)) - ${names[$i]}"
+                        echo "${names[$i]} FAILED" >>"$RESULTS"
+                        failed=$((failed + 1))
+                fi
+        done
+        echo "# ${#names[@]} cases in $((SECONDS - t0)) s, $failed failed"
+        [ $failed = 0 ]
+}
+main
