@@ -257,12 +257,12 @@ int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret) {
 }
 
 int tg_ek_cert_parse(const uint8_t *buf, size_t size, X509 **ret) {
-        static const char pem_begin[] = "-----BEGIN CERTIFICATE-----";
         X509 *cert = NULL;
         size_t len;
         int r;
 
-        if (size >= sizeof pem_begin - 1 && memmem(buf, size, pem_begin, sizeof pem_begin - 1)) {
+        /* DER starts with its SEQUENCE tag; anything else must be PEM. */
+        if (size > 0 && buf[0] != 0x30) {
                 _cleanup_(BIO_freep) BIO *bio = BIO_new_mem_buf(buf, (int) size);
                 if (!bio)
                         return -TG_ERR_NOMEM;
@@ -270,7 +270,7 @@ int tg_ek_cert_parse(const uint8_t *buf, size_t size, X509 **ret) {
                 ERR_clear_error();
                 if (!cert)
                         return log_error_rc(-TG_ERR_EK_CERT,
-                                            "The EK certificate file holds a PEM block that is not a valid certificate.");
+                                            "The EK certificate is neither DER nor a PEM certificate: not a certificate.");
         } else {
                 const uint8_t *p = buf;
                 r = tg_ek_cert_der_length(buf, size, &len);
@@ -301,8 +301,12 @@ static char *name_oneline(const X509_NAME *name) {
         return s;
 }
 
-/* Reads every certificate of a PEM file into out. Returns how many (may be 0). */
-static int load_pem_certs(const char *path, STACK_OF(X509) *out) {
+/*
+ * Reads every certificate of a PEM file into out; a file without PEM that is
+ * exactly one DER certificate (vendors often publish their CA certificates as
+ * .cer/.crt in DER) counts as well. Returns how many (may be 0).
+ */
+static int load_certs(const char *path, STACK_OF(X509) *out) {
         _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_(BIO_freep) BIO *bio = NULL;
         size_t size = 0;
@@ -312,6 +316,20 @@ static int load_pem_certs(const char *path, STACK_OF(X509) *out) {
         if (r < 0)
                 return log_error_rc(-TG_ERR_EK_CERT, "Cannot read the CA certificate file %s (%s).", path,
                                     tg_err_str(r));
+        if (size > 0 && buf[0] == 0x30) {
+                const uint8_t *p = buf;
+                X509 *c = d2i_X509(NULL, &p, (long) size);
+                ERR_clear_error();
+                if (!c || (size_t) (p - buf) != size) {
+                        X509_free(c);
+                        return log_error_rc(-TG_ERR_EK_CERT, "%s is neither PEM nor one DER certificate.", path);
+                }
+                if (!sk_X509_push(out, c)) {
+                        X509_free(c);
+                        return -TG_ERR_NOMEM;
+                }
+                return 1;
+        }
         bio = BIO_new_mem_buf(buf, (int) size);
         if (!bio)
                 return -TG_ERR_NOMEM;
@@ -355,20 +373,20 @@ static int load_ca_store(const char *ca_store, STACK_OF(X509) *out) {
                                 return -TG_ERR_NOMEM;
                         if (stat(path, &fst) < 0 || !S_ISREG(fst.st_mode))
                                 continue;
-                        r = load_pem_certs(path, out);
+                        r = load_certs(path, out);
                         if (r < 0)
                                 return r;
                         if (r == 0)
-                                log_debug("%s holds no PEM certificate, ignored.", path);
+                                log_debug("%s holds no certificate, ignored.", path);
                 }
         } else {
-                r = load_pem_certs(ca_store, out);
+                r = load_certs(ca_store, out);
                 if (r < 0)
                         return r;
         }
         if (sk_X509_num(out) == 0)
                 return log_error_rc(-TG_ERR_EK_CERT,
-                                    "The manufacturer CA store %s holds no PEM certificate.", ca_store);
+                                    "The manufacturer CA store %s holds no certificate.", ca_store);
         return 0;
 }
 
@@ -434,21 +452,39 @@ static int chain_error(X509_STORE_CTX *ctx, STACK_OF(X509) *known) {
         }
 }
 
-int tg_ek_cert_verify(X509 *cert, const char *ca_store, const char *intermediates_file) {
-        _cleanup_(x509_stack_freep) STACK_OF(X509) *known = sk_X509_new_null();
-        _cleanup_(x509_stack_freep) STACK_OF(X509) *untrusted = sk_X509_new_null();
-        _cleanup_(X509_STORE_freep) X509_STORE *store = X509_STORE_new();
-        _cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+struct tg_ek_trust {
+        X509_STORE *anchors;       /* the store's self-signed roots */
+        STACK_OF(X509) *known;     /* every certificate of the store, for diagnostics */
+        STACK_OF(X509) *untrusted; /* the store's other certificates plus the intermediates file */
+};
+
+void tg_ek_trust_free(tg_ek_trust *t) {
+        if (!t)
+                return;
+        X509_STORE_free(t->anchors);
+        sk_X509_pop_free(t->known, X509_free);
+        sk_X509_pop_free(t->untrusted, X509_free);
+        free(t);
+}
+
+int tg_ek_trust_load(const char *ca_store, const char *intermediates_file, tg_ek_trust **ret) {
+        _cleanup_(tg_ek_trust_freep) tg_ek_trust *t = NULL;
         int r, anchors = 0;
 
-        if (!known || !untrusted || !store || !ctx)
-                return -TG_ERR_NOMEM;
         if (!ca_store)
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "No manufacturer CA store is configured: an EK certificate cannot be trusted "
                                     "without one. Install the TPM vendor's EK CA certificates and configure them.");
+        t = calloc(1, sizeof *t);
+        if (!t)
+                return -TG_ERR_NOMEM;
+        t->anchors = X509_STORE_new();
+        t->known = sk_X509_new_null();
+        t->untrusted = sk_X509_new_null();
+        if (!t->anchors || !t->known || !t->untrusted)
+                return -TG_ERR_NOMEM;
 
-        r = load_ca_store(ca_store, known);
+        r = load_ca_store(ca_store, t->known);
         if (r < 0)
                 return r;
         /*
@@ -457,45 +493,55 @@ int tg_ek_cert_verify(X509 *cert, const char *ca_store, const char *intermediate
          * build the chain, which must still end at one of those anchors: an
          * intermediate alone never makes a certificate trusted.
          */
-        for (int i = 0; i < sk_X509_num(known); i++) {
-                X509 *c = sk_X509_value(known, i);
+        for (int i = 0; i < sk_X509_num(t->known); i++) {
+                X509 *c = sk_X509_value(t->known, i);
                 if (X509_self_signed(c, 0) == 1) {
-                        if (X509_STORE_add_cert(store, c) != 1)
+                        if (X509_STORE_add_cert(t->anchors, c) != 1)
                                 return -TG_ERR_NOMEM;
                         anchors++;
-                } else if (!X509_add_cert(untrusted, c, X509_ADD_FLAG_UP_REF))
+                } else if (!X509_add_cert(t->untrusted, c, X509_ADD_FLAG_UP_REF))
                         return -TG_ERR_NOMEM;
         }
+        ERR_clear_error();
         if (anchors == 0)
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "The manufacturer CA store %s holds no self-signed root CA certificate: add the "
                                     "vendor's root CA.", ca_store);
         if (intermediates_file) {
-                r = load_pem_certs(intermediates_file, untrusted);
+                r = load_certs(intermediates_file, t->untrusted);
                 if (r < 0)
                         return r;
                 if (r == 0)
-                        return log_error_rc(-TG_ERR_EK_CERT, "The intermediates file %s holds no PEM certificate.",
+                        return log_error_rc(-TG_ERR_EK_CERT, "The intermediates file %s holds no certificate.",
                                             intermediates_file);
         }
+        *ret = TAKE_PTR(t);
+        return 0;
+}
 
-        if (X509_STORE_CTX_init(ctx, store, cert, untrusted) != 1)
+int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert) {
+        _cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+
+        if (!ctx)
+                return -TG_ERR_NOMEM;
+        if (X509_STORE_CTX_init(ctx, trust->anchors, cert, trust->untrusted) != 1)
                 return -TG_ERR_NOMEM;
         /*
          * No X509_V_FLAG_IGNORE_CRITICAL: EK certificates (TCG EK Credential
          * Profile, and swtpm's) mark the subjectAltName critical (TPM
          * manufacturer, model, version as a directoryName) and basicConstraints
-         * and keyUsage critical; OpenSSL handles all three. Any other critical
-         * extension is refused rather than ignored. No purpose is set: an EK's
-         * key usage is keyEncipherment (RSA) or keyAgreement (ECC), never
-         * digitalSignature, and it needs none.
+         * and keyUsage critical; OpenSSL handles all three, so swtpm's
+         * certificates verify as they are. Any other critical extension is
+         * refused rather than ignored. No purpose is set: an EK's key usage is
+         * keyEncipherment (RSA) or keyAgreement (ECC), never digitalSignature,
+         * and it needs none.
          */
         if (X509_verify_cert(ctx) == 1) {
                 ERR_clear_error();
                 return 0;
         }
         ERR_clear_error();
-        return chain_error(ctx, known);
+        return chain_error(ctx, trust->known);
 }
 
 /* ---- KDFs ---- */
@@ -847,6 +893,7 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         _cleanup_esys_ TPM2B_NV_PUBLIC *pub = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
         uint16_t chunk = nv_buffer_max(tpm), size;
+        ESYS_TR auth;
         TSS2_RC rc;
 
         rc = Esys_TR_FromTPMPublic(tpm->esys, index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &nv.tr);
@@ -859,14 +906,26 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         if (size == 0 || size > EK_CERT_MAX_SIZE)
                 return log_error_rc(-TG_ERR_EK_CERT, "The EK certificate NV index 0x%08x has an implausible size (%u).",
                                     index, size);
+        /*
+         * EK certificate indices are TPMA_NV_AUTHREAD with an empty auth value:
+         * the index authorizes its own read. An index readable only by the
+         * owner is read with the owner hierarchy (its auth as set by the caller).
+         */
+        if (pub->nvPublic.attributes & TPMA_NV_AUTHREAD)
+                auth = nv.tr;
+        else if (pub->nvPublic.attributes & TPMA_NV_OWNERREAD)
+                auth = ESYS_TR_RH_OWNER;
+        else
+                return log_error_rc(-TG_ERR_EK_CERT,
+                                    "The EK certificate NV index 0x%08x is readable neither with its own nor with "
+                                    "owner authorization.", index);
         buf = malloc(size);
         if (!buf)
                 return -TG_ERR_NOMEM;
         for (uint16_t off = 0; off < size;) {
                 _cleanup_esys_ TPM2B_MAX_NV_BUFFER *data = NULL;
                 uint16_t want = size - off < chunk ? size - off : chunk;
-                /* authHandle = the index itself, empty password (EK certificate indices are TPMA_NV_AUTHREAD). */
-                rc = Esys_NV_Read(tpm->esys, nv.tr, nv.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                rc = Esys_NV_Read(tpm->esys, auth, nv.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
                                   want, off, &data);
                 if (rc != TSS2_RC_SUCCESS)
                         return tg_tpm_rc(rc, "NV_Read(EK certificate)");
@@ -931,12 +990,12 @@ static void ek_candidate_done(ek_candidate *c) {
 }
 
 /* Verifies cert and finds the template (among those allowed for nv_index, 0 = any) that re-creates its key. */
-static int ek_candidate_try(tg_tpm *tpm, const tg_ek_options *opts, X509 *cert, uint32_t nv_index,
+static int ek_candidate_try(tg_tpm *tpm, const tg_ek_trust *trust, X509 *cert, uint32_t nv_index,
                             const char *origin, ek_candidate *ret) {
         EVP_PKEY *key;
         int r;
 
-        r = tg_ek_cert_verify(cert, opts->ca_store, opts->intermediates_file);
+        r = tg_ek_cert_verify(trust, cert);
         if (r < 0)
                 return r;
         key = X509_get0_pubkey(cert);
@@ -969,23 +1028,24 @@ static int ek_candidate_try(tg_tpm *tpm, const tg_ek_options *opts, X509 *cert, 
                             "another public key. Use this TPM's own EK certificate.", origin);
 }
 
-static int ek_candidate_from_file(tg_tpm *tpm, const tg_ek_options *opts, ek_candidate *ret) {
+static int ek_candidate_from_file(tg_tpm *tpm, const tg_ek_trust *trust, const char *cert_file,
+                                  ek_candidate *ret) {
         _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_(X509_freep) X509 *cert = NULL;
         size_t size = 0;
         int r;
 
-        r = tg_read_file(opts->cert_file, EK_CERT_MAX_SIZE, &buf, &size);
+        r = tg_read_file(cert_file, EK_CERT_MAX_SIZE, &buf, &size);
         if (r < 0)
-                return log_error_rc(-TG_ERR_EK_CERT, "Cannot read the EK certificate file %s (%s).", opts->cert_file,
+                return log_error_rc(-TG_ERR_EK_CERT, "Cannot read the EK certificate file %s (%s).", cert_file,
                                     tg_err_str(r));
         r = tg_ek_cert_parse(buf, size, &cert);
         if (r < 0)
                 return r;
-        return ek_candidate_try(tpm, opts, cert, 0, opts->cert_file, ret);
+        return ek_candidate_try(tpm, trust, cert, 0, cert_file, ret);
 }
 
-static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_options *opts, ek_candidate *ret) {
+static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_trust *trust, ek_candidate *ret) {
         bool present[ELEMENTSOF(ek_templates)];
         int r, first_error = 0;
 
@@ -1006,7 +1066,7 @@ static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_options *opts, ek_candi
                 if (r >= 0)
                         r = tg_ek_cert_parse(buf, size, &cert);
                 if (r >= 0)
-                        r = ek_candidate_try(tpm, opts, cert, ek_templates[i].nv_index, origin, ret);
+                        r = ek_candidate_try(tpm, trust, cert, ek_templates[i].nv_index, origin, ret);
                 if (r >= 0)
                         return 0;
                 if (r != -TG_ERR_EK_CERT)
@@ -1101,17 +1161,19 @@ static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR key, const TPM2B_NA
 int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const TPM2B_NAME *key_name,
                      tg_ek_result *ret) {
         _cleanup_(ek_candidate_done) ek_candidate c = { .ek = { .esys = tpm->esys, .tr = ESYS_TR_NONE } };
+        _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
         tg_ek_result result = {};
         unsigned digest_len = 0;
         int r;
 
         assert(tpm && opts && key_name && ret);
 
-        if (!opts->ca_store)
-                return log_error_rc(-TG_ERR_EK_CERT,
-                                    "No manufacturer CA store is configured: an EK certificate cannot be trusted "
-                                    "without one. Install the TPM vendor's EK CA certificates and configure them.");
-        r = opts->cert_file ? ek_candidate_from_file(tpm, opts, &c) : ek_candidate_from_nv(tpm, opts, &c);
+        /* The CA store first: a broken store is reported once, before any TPM work. */
+        r = tg_ek_trust_load(opts->ca_store, opts->intermediates_file, &trust);
+        if (r < 0)
+                return r;
+        r = opts->cert_file ? ek_candidate_from_file(tpm, trust, opts->cert_file, &c)
+                            : ek_candidate_from_nv(tpm, trust, &c);
         if (r < 0)
                 return r;
         log_debug("EK certificate verified; EK re-created from template %s.", c.template->name);

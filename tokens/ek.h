@@ -95,8 +95,18 @@ int tg_ek_template_public(const tg_ek_template *t, TPM2B_PUBLIC *ret);
 int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret);
 /* A certificate from PEM or DER bytes (DER possibly zero-padded). */
 int tg_ek_cert_parse(const uint8_t *buf, size_t size, X509 **ret);
-/* Chain verification against the CA store (file or directory) plus optional intermediates. */
-int tg_ek_cert_verify(X509 *cert, const char *ca_store, const char *intermediates_file);
+/*
+ * The manufacturer trust: the CA store (a PEM file, or a directory of PEM
+ * files) whose self-signed certificates are the trust anchors and whose other
+ * certificates, with those of the optional intermediates file, may complete a
+ * chain.
+ */
+typedef struct tg_ek_trust tg_ek_trust;
+int tg_ek_trust_load(const char *ca_store, const char *intermediates_file, tg_ek_trust **ret);
+void tg_ek_trust_free(tg_ek_trust *t);
+DEFINE_TRIVIAL_CLEANUP_FUNC(tg_ek_trust *, tg_ek_trust_free);
+/* Chain verification; each failure class has its own message naming cause and next step. */
+int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert);
 
 /*
  * KDFa (TPM 2.0 Part 1, 11.4.10.2): counter-mode HMAC KDF,

@@ -214,7 +214,8 @@ static int cmd_verify(const cli *c) {
         _cleanup_secret_ tg_secret *eauth = NULL;
         _cleanup_(json_object_putp) json_object *json = NULL;
         tg_verify_report report = {};
-        tg_verify_options o = { .null_name_path = c->null_name };
+        /* Always a full verification; --record also leaves this boot's cache for the unlocks. */
+        tg_verify_options o = { .null_name_path = c->null_name, .use_cache = c->record };
         const char *text;
         int r, q;
 
@@ -408,6 +409,10 @@ int main(int argc, char *argv[]) {
         int opt, r;
 
         tg_process_harden();
+        /* tpm2-tss logs expected TPM refusals (wrong PIN, absent handle) as
+         * errors on stderr; our messages explain them. TSS2_LOG set by the
+         * user still wins. */
+        (void) setenv("TSS2_LOG", "all+none", 0);
 
         while ((opt = getopt_long(argc, argv, "c:vqh", options, NULL)) >= 0)
                 switch (opt) {

@@ -24,7 +24,7 @@ int tg_unlock_token_json(const char *token_json, const tg_secret *pin, tg_secret
         r = tg_config_load(NULL, &config);
         if (r < 0)
                 return r;
-        r = tg_verify(config, NULL, NULL, &v);
+        r = tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v);
         if (r < 0)
                 return r;
         r = tg_unseal(v, &token, pin, &secret);

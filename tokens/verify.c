@@ -29,6 +29,7 @@
 #include "pinned.h"
 #include "tpm.h"
 #include "util.h"
+#include "vcache.h"
 #include "verify.h"
 
 #define TG_NONCE_SIZE 32
@@ -92,6 +93,47 @@ static int start_salted_session(tg_verified_tpm *v, TPM2_SE type, ESYS_TR *ret) 
 
 int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session) {
         return start_salted_session(v, TPM2_SE_POLICY, ret_session);
+}
+
+/*
+ * The cheap path: this boot's cache of the certified NULL key. Before the
+ * verified TPM is handed out, one audited command proves that the TPM and
+ * we derived the same session key from the salt, i.e. that the TPM holds
+ * the private key of exactly the public area we salted to, whose name is
+ * the kernel's null_name. Any failure leaves v as it was.
+ */
+static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const TPM2B_NAME *kernel_null_name,
+                             const TPM2B_NAME *signer_name, tg_verify_report *report) {
+        _cleanup_free_ TPMS_TIME_INFO *time_info = NULL;
+        TSS2_RC rc;
+        int r;
+
+        r = tg_vcache_load(config, v->tpm->esys, kernel_null_name, signer_name, &v->null_key.tr, &v->null_name);
+        if (r < 0)
+                return r;
+        r = start_salted_session(v, TPM2_SE_HMAC, &v->hmac_session.tr);
+        if (r < 0)
+                goto fail;
+        rc = Esys_ReadClock(v->tpm->esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
+        if (rc != TSS2_RC_SUCCESS) {
+                r = log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
+                tg_vcache_drop(config);
+                goto fail;
+        }
+        report->null_name = v->null_name;
+        report->ek_signing_key_name = *signer_name;
+        report->clock = time_info->clockInfo.clock;
+        report->reset_count = time_info->clockInfo.resetCount;
+        report->restart_count = time_info->clockInfo.restartCount;
+        report->safe = time_info->clockInfo.safe;
+        report->cached = true;
+        log_debug("TPM verified from this boot's cache: NULL key loaded from its saved context and proven.");
+        return 0;
+
+fail:
+        tg_handle_release(&v->hmac_session);
+        tg_handle_release(&v->null_key);
+        return r;
 }
 
 static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, const TPM2B_PUBLIC *template,
@@ -208,6 +250,13 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                         return tg_tpm_rc(rc, "Esys_TR_SetAuth");
         }
 
+        if (ret_vtpm && options && options->use_cache &&
+            verify_from_cache(config, v, report->kernel_null_name_present ? &kernel_null_name : NULL,
+                              &pinned.name, report) >= 0) {
+                *ret_vtpm = TAKE_PTR(v);
+                return 0;
+        }
+
         /* 3. The NULL primary, by the kernel's template; its name must be the kernel's. */
         {
                 TPM2B_PUBLIC tmpl;
@@ -262,6 +311,9 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         report->reset_count = info.reset_count;
         report->restart_count = info.restart_count;
         report->safe = info.safe;
+
+        if (options && options->use_cache)
+                (void) tg_vcache_store(config, v->tpm->esys, v->null_key.tr, &v->null_name, &pinned.name);
 
         /* 6. Only now: the session every later secret travels in. */
         if (ret_vtpm) {

@@ -31,11 +31,13 @@ typedef struct tg_verify_report {
         uint32_t reset_count;
         uint32_t restart_count;
         bool safe;
+        bool cached;                    /* the NULL key came from this boot's verification cache */
 } tg_verify_report;
 
 typedef struct tg_verify_options {
         const char *null_name_path;     /* overrides the configuration when set */
         const tg_secret *endorsement_auth; /* NULL: empty endorsement hierarchy password */
+        bool use_cache;                 /* load (when a session is wanted) and store the per-boot cache */
 } tg_verify_options;
 
 /*

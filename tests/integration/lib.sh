@@ -37,7 +37,8 @@ tpm_setup() {
         "$FIXTURE" start "$WORK/tpm" $variant >/dev/null || return 1
         # shellcheck disable=SC1091
         . "$WORK/tpm/env"
-        mkdir -p "$WORK/state" "$WORK/run"
+        mkdir -p "$WORK/state"
+        mkdir -m 700 "$WORK/run"
         "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name" || return 1
         write_config
 }

@@ -1,0 +1,121 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: the per-boot verification cache (cache_dir/null-key.json).
+# A warm cache makes unlocks cheaper; a tampered, stale or foreign cache can
+# only cost a full verification or fail closed, never weaken verification.
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+
+setup_enrolled() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+}
+
+# Unlock with cryptsetup --debug so that the plugin's debug lines show which path it took.
+unlock_debug() {
+        with_plugin cryptsetup open --test-passphrase --token-only --debug "$WORK/disk.img" <"$WORK/pin" \
+                >"$WORK/unlock.log" 2>&1
+}
+
+test_case first_unlock_fills_second_uses_cache
+first_unlock_fills_second_uses_cache() {
+        setup_enrolled
+        rm -f "$WORK/run/null-key.json"
+        unlock_debug
+        expect_in "Cached the verified NULL key" "$(cat "$WORK/unlock.log")"
+        test -s "$WORK/run/null-key.json"
+        [ "$(stat -c %a "$WORK/run")" = 700 ]
+        unlock_debug
+        expect_in "from this boot's cache" "$(cat "$WORK/unlock.log")"
+        expect_in "unlocked" "$(cat "$WORK/unlock.log")"
+}
+
+test_case verify_record_fills_cache
+verify_record_fills_cache() {
+        setup_enrolled
+        rm -f "$WORK/run/null-key.json"
+        expect_exit 0 "$TPMGUARD" verify --record
+        test -s "$WORK/run/null-key.json"
+        unlock_debug
+        expect_in "from this boot's cache" "$(cat "$WORK/unlock.log")"
+}
+
+# Every tampering costs a full verification and still unlocks.
+test_case tampered_cache_costs_full_verification
+tampered_cache_costs_full_verification() {
+        setup_enrolled
+        unlock_debug
+        cp "$WORK/run/null-key.json" "$WORK/good.json"
+        local edit
+        # Flip one bit of a field (hex fields at their middle byte), or replace the file.
+        for edit in boot_id null_name ek_signing_key_name context truncated-context not-json; do
+                python3 - "$WORK/good.json" "$WORK/run/null-key.json" "$edit" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+edit = sys.argv[3]
+if edit == "not-json":
+    open(sys.argv[2], "w").write("not json")
+    sys.exit(0)
+if edit == "boot_id":
+    c["boot_id"] = ("0" if c["boot_id"][0] != "0" else "1") + c["boot_id"][1:]
+elif edit == "truncated-context":
+    c["context"] = c["context"][:-2]
+else:
+    b = bytearray.fromhex(c[edit])
+    b[len(b) // 2] ^= 1
+    c[edit] = b.hex()
+json.dump(c, open(sys.argv[2], "w"))
+PY
+                unlock_debug || { echo "# tampered cache ($edit) broke the unlock" >&2; cat "$WORK/unlock.log" >&2; return 1; }
+                expect_in "Cached the verified NULL key" "$(cat "$WORK/unlock.log")"
+        done
+}
+
+test_case cache_does_not_survive_tpm_reset
+cache_does_not_survive_tpm_reset() {
+        setup_enrolled
+        unlock_debug
+        "$FIXTURE" reset "$WORK/tpm"
+        unlock_debug && { echo "# unlocked after a TPM reset with a warm cache" >&2; return 1; }
+        expect_in "refuses the saved context" "$(cat "$WORK/unlock.log")"
+        expect_in "reset" "$(cat "$WORK/unlock.log")"
+}
+
+test_case cache_in_foreign_directory_is_ignored
+cache_in_foreign_directory_is_ignored() {
+        setup_enrolled
+        unlock_debug
+        chmod 755 "$WORK/run"
+        unlock_debug
+        expect_in "not a private directory" "$(cat "$WORK/unlock.log")"
+        expect_in "unlocked" "$(cat "$WORK/unlock.log")"
+}
+
+test_case cache_of_another_tpm_is_refused_by_the_tpm
+cache_of_another_tpm_is_refused_by_the_tpm() {
+        setup_enrolled
+        unlock_debug
+        cp "$WORK/run/null-key.json" "$WORK/ours.json"
+        # A second TPM, provisioned and verified the same way, in the same boot.
+        "$FIXTURE" start "$WORK/other" >/dev/null
+        "$FIXTURE" null-name "$WORK/other" "$WORK/other_null_name"
+        sed -e "s|^tcti = .*|tcti = $("$FIXTURE" tcti "$WORK/other")|" \
+            -e "s|^state_dir = .*|state_dir = $WORK/other-state|" \
+            -e "s|^null_name_path = .*|null_name_path = $WORK/other_null_name|" \
+            -e "s|^ek_ca = .*|ek_ca = $WORK/other/ca/bundle.pem|" \
+            -e "s|^cache_dir = .*|cache_dir = $WORK/other-run|" "$WORK/tpmguard.conf" >"$WORK/other.conf"
+        mkdir -p "$WORK/other-state"
+        TPMGUARD_CONFIG=$WORK/other.conf "$TPMGUARD" provision >/dev/null
+        TPMGUARD_CONFIG=$WORK/other.conf "$TPMGUARD" verify --record >/dev/null
+        # Its cache, presented to our TPM: refused (names differ), full verification, unlock.
+        cp "$WORK/other-run/null-key.json" "$WORK/run/null-key.json"
+        unlock_debug
+        expect_in "Cached the verified NULL key" "$(cat "$WORK/unlock.log")"
+}
+
+run_cases

@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <sys/stat.h>
+#include <systemd/sd-id128.h>
+#include <tss2/tss2_rc.h>
+
+#include "error.h"
+#include "json-util.h"
+#include "log.h"
+#include "tpm.h"
+#include "util.h"
+#include "vcache.h"
+
+#define VCACHE_FILE "null-key.json"
+#define VCACHE_MAX_SIZE (16 * 1024)
+
+/* The cache directory must be ours and private, else it is neither read nor written. */
+static int vcache_dir_ok(const char *dir, bool create) {
+        struct stat st;
+
+        if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return log_debug_rc(-TG_ERR_IO, "Cannot create %s: %m", dir);
+        if (lstat(dir, &st) < 0)
+                return log_debug_rc(-TG_ERR_NOT_FOUND, "No cache directory %s.", dir);
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+                return log_debug_rc(-TG_ERR_INVALID, "%s is not a private directory of ours; not using the cache.", dir);
+        return 0;
+}
+
+static int vcache_path(const tg_config *config, char **ret) {
+        return tg_asprintf(ret, "%s/%s", config->cache_dir, VCACHE_FILE);
+}
+
+static int boot_id_string(char ret[SD_ID128_STRING_MAX]) {
+        sd_id128_t id;
+        int r = sd_id128_get_boot(&id);
+
+        if (r < 0)
+                return log_debug_rc(-TG_ERR_IO, "No boot ID: %s", strerror(-r));
+        sd_id128_to_string(id, ret);
+        return 0;
+}
+
+static int add_hex(json_object *o, const char *key, const uint8_t *data, size_t size) {
+        _cleanup_free_ char *hex = NULL;
+
+        if (tg_hex_encode(data, size, &hex) < 0)
+                return -TG_ERR_NOMEM;
+        return json_object_object_add(o, key, json_object_new_string(hex)) < 0 ? -TG_ERR_NOMEM : 0;
+}
+
+int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_key,
+                    const TPM2B_NAME *null_name, const TPM2B_NAME *signer_name) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ TPMS_CONTEXT *context = NULL;
+        _cleanup_free_ uint8_t *ctx_bytes = NULL;
+        _cleanup_free_ char *path = NULL;
+        char boot_id[SD_ID128_STRING_MAX];
+        const char *text;
+        size_t off = 0;
+        TSS2_RC rc;
+        int r;
+
+        if (!o)
+                return -TG_ERR_NOMEM;
+        r = vcache_dir_ok(config->cache_dir, true);
+        if (r < 0)
+                return r;
+        r = boot_id_string(boot_id);
+        if (r < 0)
+                return r;
+
+        rc = Esys_ContextSave(esys, null_key, &context);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_debug_rc(-TG_ERR_TPM, "ContextSave of the NULL key failed: %s", Tss2_RC_Decode(rc));
+        ctx_bytes = malloc(sizeof(TPMS_CONTEXT));
+        if (!ctx_bytes)
+                return -TG_ERR_NOMEM;
+        rc = Tss2_MU_TPMS_CONTEXT_Marshal(context, ctx_bytes, sizeof(TPMS_CONTEXT), &off);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_debug_rc(-TG_ERR_TPM, "Cannot marshal the NULL key context: %s", Tss2_RC_Decode(rc));
+
+        if (json_object_object_add(o, "version", json_object_new_int(1)) < 0 ||
+            json_object_object_add(o, "boot_id", json_object_new_string(boot_id)) < 0)
+                return -TG_ERR_NOMEM;
+        if (add_hex(o, "null_name", null_name->name, null_name->size) < 0 ||
+            add_hex(o, "ek_signing_key_name", signer_name->name, signer_name->size) < 0 ||
+            add_hex(o, "context", ctx_bytes, off) < 0)
+                return -TG_ERR_NOMEM;
+
+        r = vcache_path(config, &path);
+        if (r < 0)
+                return r;
+        text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        r = tg_write_file_atomic(path, text, strlen(text), 0600);
+        if (r < 0)
+                return r;
+        log_debug("Cached the verified NULL key for this boot in %s.", path);
+        return 0;
+}
+
+static int get_hex(json_object *o, const char *key, size_t max, uint8_t **ret, size_t *ret_size) {
+        json_object *v;
+        const char *s;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+                return log_debug_rc(-TG_ERR_INVALID, "cache: field \"%s\" missing.", key);
+        s = json_object_get_string(v);
+        if (strlen(s) > 2 * max || tg_hex_decode(s, strlen(s), ret, ret_size) < 0)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: field \"%s\" malformed.", key);
+        return 0;
+}
+
+static bool name_equals(const TPM2B_NAME *n, const uint8_t *bytes, size_t size) {
+        return n->size == size && memcmp(n->name, bytes, size) == 0;
+}
+
+int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME *kernel_null_name,
+                   const TPM2B_NAME *signer_name, ESYS_TR *ret_null_key, TPM2B_NAME *ret_name) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ uint8_t *text = NULL, *name = NULL, *signer = NULL, *ctx_bytes = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_handle_ tg_handle loaded = { .esys = esys, .tr = ESYS_TR_NONE };
+        _cleanup_free_ TPM2B_NAME *esys_name = NULL;
+        char boot_id[SD_ID128_STRING_MAX];
+        size_t size, name_size, signer_size, ctx_size, off = 0;
+        TPMS_CONTEXT context = {};
+        TPM2B_NAME result = {};
+        json_object *v;
+        TSS2_RC rc;
+        int r;
+
+        r = vcache_dir_ok(config->cache_dir, false);
+        if (r < 0)
+                return r;
+        r = vcache_path(config, &path);
+        if (r < 0)
+                return r;
+        r = tg_read_file(path, VCACHE_MAX_SIZE, &text, &size);
+        if (r < 0)
+                return log_debug_rc(r, "No usable verification cache in %s.", path);
+        o = json_tokener_parse((const char *) text);
+        if (!o || !json_object_is_type(o, json_type_object))
+                return log_debug_rc(-TG_ERR_INVALID, "cache: not a JSON object.");
+        if (!json_object_object_get_ex(o, "version", &v) || json_object_get_int(v) != 1)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: unknown version.");
+        if (!json_object_object_get_ex(o, "boot_id", &v) || !json_object_is_type(v, json_type_string) ||
+            boot_id_string(boot_id) < 0 || strcmp(json_object_get_string(v), boot_id) != 0)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: from another boot.");
+        r = get_hex(o, "null_name", sizeof(TPMU_NAME), &name, &name_size);
+        if (r < 0)
+                return r;
+        r = get_hex(o, "ek_signing_key_name", sizeof(TPMU_NAME), &signer, &signer_size);
+        if (r < 0)
+                return r;
+        r = get_hex(o, "context", sizeof(TPMS_CONTEXT), &ctx_bytes, &ctx_size);
+        if (r < 0)
+                return r;
+
+        /* The cache must name exactly what we trust now. */
+        if (!name_equals(signer_name, signer, signer_size))
+                return log_debug_rc(-TG_ERR_INVALID, "cache: made under another pinned signer.");
+        if (name_size != 34 || name[0] != 0x00 || name[1] != 0x0b)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: malformed name.");
+        if (kernel_null_name && !name_equals(kernel_null_name, name, name_size))
+                return log_debug_rc(-TG_ERR_INVALID, "cache: not the kernel's NULL key.");
+
+        rc = Tss2_MU_TPMS_CONTEXT_Unmarshal(ctx_bytes, ctx_size, &off, &context);
+        if (rc != TSS2_RC_SUCCESS || off != ctx_size)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: malformed context.");
+        if (context.hierarchy != TPM2_RH_NULL)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: context is not in the NULL hierarchy.");
+
+        /* The TPM refuses the context after a reset (new NULL proof) or when it was tampered with. */
+        rc = Esys_ContextLoad(esys, &context, &loaded.tr);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_debug_rc(-TG_ERR_TPM, "cache: the TPM refuses the saved context (%s).", Tss2_RC_Decode(rc));
+
+        /* ESAPI restored the key's public area from the context; it must hash to the cached name. */
+        rc = Esys_TR_GetName(esys, loaded.tr, &esys_name);
+        if (rc != TSS2_RC_SUCCESS || !name_equals(esys_name, name, name_size))
+                return log_debug_rc(-TG_ERR_INVALID, "cache: the context's public area does not have the cached name.");
+
+        memcpy(result.name, name, name_size);
+        result.size = (UINT16) name_size;
+        *ret_null_key = loaded.tr;
+        loaded.tr = ESYS_TR_NONE;
+        *ret_name = result;
+        return 0;
+}
+
+void tg_vcache_drop(const tg_config *config) {
+        _cleanup_free_ char *path = NULL;
+
+        if (vcache_path(config, &path) >= 0)
+                (void) unlink(path);
+}
