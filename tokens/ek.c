@@ -70,17 +70,12 @@ static const uint8_t policy_b_sha384[48] = {
 };
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIO *, BIO_free);
-DEFINE_TRIVIAL_CLEANUP_FUNC(X509_STORE *, X509_STORE_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509_STORE_CTX *, X509_STORE_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_KDF *, EVP_KDF_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_KDF_CTX *, EVP_KDF_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(EVP_CIPHER_CTX *, EVP_CIPHER_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIGNUM *, BN_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
-static inline void x509_stack_freep(STACK_OF(X509) **s) {
-        if (*s)
-                sk_X509_pop_free(*s, X509_free);
-}
 static inline const char *strna(const char *s) {
         return s ?: "(unknown)";
 }
@@ -798,7 +793,7 @@ int tg_make_credential(const TPMT_PUBLIC *ek, const TPM2B_NAME *object_name, con
         if (EVP_EncryptInit_ex(cipher, sym->keyBits.aes == 128 ? EVP_aes_128_cfb128() : EVP_aes_256_cfb128(),
                                NULL, sym_key->data, iv) != 1 ||
             EVP_EncryptUpdate(cipher, enc, &outl, plain->data, (int) plain->size) != 1 ||
-            EVP_EncryptFinal_ex(cipher, enc + outl, &finl) != 1 || (size_t) (outl + finl) != enc_size) {
+            EVP_EncryptFinal_ex(cipher, enc + outl, &finl) != 1 || (size_t) outl + (size_t) finl != enc_size) {
                 ERR_clear_error();
                 return log_error_rc(-TG_ERR_IO, "AES-CFB encryption of the credential failed.");
         }
@@ -937,6 +932,17 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         *ret = TAKE_PTR(buf);
         *ret_size = size;
         return 0;
+}
+
+int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        size_t size;
+        int r;
+
+        r = nv_read(tpm, nv_index, &buf, &size);
+        if (r < 0)
+                return r;
+        return tg_ek_cert_parse(buf, size, ret);
 }
 
 /*
@@ -1160,13 +1166,14 @@ static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR key, const TPM2B_NA
 
 int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const TPM2B_NAME *key_name,
                      tg_ek_result *ret) {
-        _cleanup_(ek_candidate_done) ek_candidate c = { .ek = { .esys = tpm->esys, .tr = ESYS_TR_NONE } };
+        _cleanup_(ek_candidate_done) ek_candidate c = { .ek = TG_HANDLE_NULL };
         _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
         tg_ek_result result = {};
         unsigned digest_len = 0;
         int r;
 
         assert(tpm && opts && key_name && ret);
+        c.ek.esys = tpm->esys;
 
         /* The CA store first: a broken store is reported once, before any TPM work. */
         r = tg_ek_trust_load(opts->ca_store, opts->intermediates_file, &trust);

@@ -95,6 +95,8 @@ int tg_ek_template_public(const tg_ek_template *t, TPM2B_PUBLIC *ret);
 int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret);
 /* A certificate from PEM or DER bytes (DER possibly zero-padded). */
 int tg_ek_cert_parse(const uint8_t *buf, size_t size, X509 **ret);
+/* Reads and parses the EK certificate at an NV index (for tpmguard doctor's re-check). */
+int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret);
 /*
  * The manufacturer trust: the CA store (a PEM file, or a directory of PEM
  * files) whose self-signed certificates are the trust anchors and whose other

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <systemd/sd-journal.h>
+#include <unistd.h>
 
 #include "log.h"
 
@@ -9,8 +10,10 @@
 #define TPMGUARD_ALERT_MESSAGE_ID "7c1b2e0a6f3d4c1e9a573b8f1d2c4e90"
 
 static tg_log_sink_t log_sink;
+static bool progress_shown;
 static void *log_sink_userdata;
 static int log_max_level = LOG_INFO;
+static bool log_journal = true;
 
 void tg_log_set_sink(tg_log_sink_t sink, void *userdata) {
         log_sink = sink;
@@ -21,6 +24,10 @@ void tg_log_set_max_level(int level) {
         log_max_level = level;
 }
 
+void tg_log_set_journal(bool enabled) {
+        log_journal = enabled;
+}
+
 int tg_log_get_max_level(void) {
         return log_max_level;
 }
@@ -29,6 +36,11 @@ static void log_dispatch(int level, const char *func, const char *message) {
         if (log_sink) {
                 log_sink(level, message, log_sink_userdata);
                 return;
+        }
+        if (progress_shown) {
+                /* A message replaces the progress line rather than running into it. */
+                fputs("\r\033[K", stderr);
+                progress_shown = false;
         }
         if (log_max_level >= LOG_DEBUG)
                 fprintf(stderr, "tpmguard: %s: %s\n", func, message);
@@ -59,6 +71,8 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) {
         va_end(ap);
 
         log_dispatch(LOG_ALERT, func, buf);
+        if (!log_journal)
+                return rc;
         /* Best effort: in an initrd without journald this simply fails. */
         (void) sd_journal_send("MESSAGE=tpmguard: %s", buf,
                                "MESSAGE_ID=" TPMGUARD_ALERT_MESSAGE_ID,
@@ -66,4 +80,29 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) {
                                "SYSLOG_IDENTIFIER=tpmguard",
                                NULL);
         return rc;
+}
+
+static bool progress_wanted(void) {
+        return !log_sink && log_max_level >= LOG_INFO && isatty(STDERR_FILENO);
+}
+
+void tg_progress(const char *format, ...) {
+        va_list ap;
+
+        if (!progress_wanted())
+                return;
+        fputs("\r\033[K", stderr);
+        va_start(ap, format);
+        vfprintf(stderr, format, ap);
+        va_end(ap);
+        fflush(stderr);
+        progress_shown = true;
+}
+
+void tg_progress_done(void) {
+        if (!progress_shown)
+                return;
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+        progress_shown = false;
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <libcryptsetup.h>
+#include <stdbool.h>
 
 #include "config.h"
 #include "macro.h"
@@ -16,6 +17,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(struct crypt_device *, crypt_free);
 
 /* Opens a LUKS2 header; distinct errors for "no such device" and "not LUKS2". */
 int tg_luks_open(const char *device, struct crypt_device **ret);
+
+/* The PBKDF for keyslots holding a random TPM-sealed secret: PBKDF2-SHA512, 1000 iterations, no benchmark. */
+int tg_luks_use_minimal_pbkdf(struct crypt_device *cd);
+/* True when a keyslot has exactly that PBKDF: how tpmguard recognises a keyslot it created. */
+bool tg_luks_keyslot_has_minimal_pbkdf(struct crypt_device *cd, int keyslot);
 
 /* A fresh keyslot passphrase: 32 random bytes, base64 (44 characters, no NUL). */
 int tg_keyslot_secret_new(tg_secret **ret);

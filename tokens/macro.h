@@ -25,11 +25,14 @@
                 _ptr_;                        \
         })
 
+/* type cannot be parenthesized in a declaration. */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define DEFINE_TRIVIAL_CLEANUP_FUNC(type, func)        \
         static inline void func##p(type *p) {          \
                 if (*p)                                \
                         func(*p);                      \
         }
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 static inline void freep(void *p) {
         free(*(void **) p);

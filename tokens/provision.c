@@ -51,7 +51,7 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
                         return tg_tpm_rc(rc, "Esys_TR_SetAuth");
         }
 
-        log_info("Creating the EK signing key...");
+        tg_progress("Provisioning: creating the EK signing key...");
         tg_template_ek_signing_key(&tmpl);
         signer.esys = tpm->esys;
         rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
@@ -66,13 +66,17 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         }
         r = tg_pinned_public_check(&signer_public->publicArea);
         if (r < 0)
-                return log_alert_rc(-TG_ERR_INTERPOSER, "The TPM returned a key that is not the EK signing key template.");
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM returned a key that is not of the EK signing key template: an "
+                                    "interposer may be substituting keys. Nothing was pinned; provision on a "
+                                    "machine whose TPM bus you trust.");
         pinned.public = *signer_public;
         r = tg_public_name(&signer_public->publicArea, &pinned.name);
         if (r < 0)
                 return r;
 
-        log_info("Proving the EK signing key against the EK certificate...");
+        tg_progress("Provisioning: proving the EK signing key against the EK certificate "
+                    "(EK re-creation and credential activation; several seconds on some TPMs)...");
         r = tg_ek_attest_key(tpm, &ek_options, signer.tr, &pinned.name, &ek);
         if (r < 0)
                 return r;
@@ -88,6 +92,7 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         gmtime_r(&now, &tm);
         strftime(pinned.provisioned_at, sizeof pinned.provisioned_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
 
+        tg_progress_done();
         r = tg_pinned_key_save(dir, &pinned);
         if (r < 0)
                 return r;

@@ -28,8 +28,6 @@
 #include "tpm.h"
 #include "util.h"
 
-#define TG_SRK_HANDLE UINT32_C(0x81000001)
-
 static uint16_t bank_digest_size(uint16_t bank) {
         switch (bank) {
         case TPM2_ALG_SHA1: return 20;
@@ -109,7 +107,9 @@ int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_va
                                 got |= (uint32_t) out_sel->pcrSelections[0].pcrSelect[i] << (8 * i);
                 got &= left;
                 if (got == 0)
-                        return log_error_rc(-TG_ERR_TPM, "The TPM has no active %s PCR bank with PCRs selected.",
+                        return log_error_rc(-TG_ERR_TPM,
+                                            "The TPM has no active %s PCR bank with these PCRs. Choose an active "
+                                            "bank with --pcr-bank (tpm2_getcap pcrs lists them).",
                                             tg_pcr_bank_to_string(bank));
                 for (unsigned i = 0; i < TG_PCR_COUNT; i++) {
                         if (!(got & (UINT32_C(1) << i)))
@@ -127,8 +127,7 @@ int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_va
         return 0;
 }
 
-/* SHA-256 over the concatenated PCR values in index order: PolicyPCR's pcrDigest. */
-static int pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
+int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
         _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
         unsigned int len = 0;
 
@@ -258,17 +257,25 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
         return 0;
 }
 
-/* The parent for unsealing: whichever SRK has the name the token recorded. */
+/*
+ * The parent for unsealing: whichever SRK has the name the token recorded.
+ * The persistent SRK's ESYS_TR comes from the verification when it already
+ * read it (the audited ReadPublic that proves a cached NULL key), else from
+ * a ReadPublic here. Either public area is unverified and needs no
+ * verification: Load names the parent in its HMAC, so a substituted one
+ * fails at the TPM.
+ */
 static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_handle *ret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
-        _cleanup_handle_ tg_handle persistent = { .esys = esys, .tr = ESYS_TR_NONE, .close_only = true };
+        _cleanup_handle_ tg_handle persistent = { .esys = esys, .tr = tg_vtpm_take_srk(v), .close_only = true };
         _cleanup_handle_ tg_handle transient = { .esys = esys, .tr = ESYS_TR_NONE };
         _cleanup_free_ TPM2B_NAME *name = NULL;
         TPM2B_NAME created;
         int r;
 
-        if (Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-                                  &persistent.tr) == TSS2_RC_SUCCESS &&
+        if ((persistent.tr != ESYS_TR_NONE ||
+             Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                   &persistent.tr) == TSS2_RC_SUCCESS) &&
             Esys_TR_GetName(esys, persistent.tr, &name) == TSS2_RC_SUCCESS &&
             names_equal(name, expected)) {
                 *ret = persistent;
@@ -347,7 +354,7 @@ int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *s
                         if (e->given_mask & (UINT32_C(1) << i))
                                 memcpy(values.value[i], e->value[i], values.value_size);
         }
-        r = pcr_values_digest(&values, &pcr_digest);
+        r = tg_pcr_values_digest(&values, &pcr_digest);
         if (r < 0)
                 return r;
         r = tg_policy_digest_compute(params->pcr_bank, params->pcr_mask, &pcr_digest, params->pin != NULL, &policy);
@@ -452,9 +459,11 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
         if (r < 0)
                 return r;
 
+        /* Load is the salted HMAC session's last command here (one-shot: the TPM then flushes it). */
         object.esys = esys;
-        rc = Esys_Load(esys, parent.tr, tg_vtpm_session(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
+        rc = Esys_Load(esys, parent.tr, tg_vtpm_session_last(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
                        &token->private_blob, &token->public_blob, &object.tr);
+        tg_vtpm_session_done(v, rc == TSS2_RC_SUCCESS);
         if (rc != TSS2_RC_SUCCESS) {
                 TSS2_RC base = tg_tpm_rc_base(rc);
                 if (base == TPM2_RC_INTEGRITY || base == TPM2_RC_SIZE || base == TPM2_RC_VALUE || base == TPM2_RC_ATTRIBUTES)
@@ -488,11 +497,22 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         return tg_tpm_rc(rc, "Esys_TR_SetAuth");
         }
 
-        /* outData is the first response parameter: encrypted in the salted policy session. */
-        (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT, 0xff);
+        /*
+         * outData is the first response parameter: encrypted in the salted policy session.
+         * continueSession clear: a successful Unseal ends the policy session in the TPM, so it
+         * needs no FlushContext; a failed one leaves it open, and it is flushed as usual.
+         */
+        (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_ENCRYPT, 0xff);
         rc = Esys_Unseal(esys, object.tr, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+        tg_tpm_wipe_last_response(esys);
+        if (token->pin) {
+                /* ESAPI keeps the authValue in the object's metadata and frees it unwiped on flush. */
+                TPM2B_AUTH empty = {};
+                (void) Esys_TR_SetAuth(esys, object.tr, &empty);
+        }
         if (rc != TSS2_RC_SUCCESS)
                 return unseal_error(v, token, rc);
+        policy.close_only = true;
 
         r = tg_secret_new_copy(out->buffer, out->size, &secret);
         explicit_bzero(out, sizeof *out);
@@ -500,5 +520,24 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
         if (r < 0)
                 return r;
         *ret_secret = TAKE_PTR(secret);
+        return 0;
+}
+
+int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied) {
+        tg_pcr_values values;
+        TPM2B_DIGEST pcr_digest, policy;
+        int r;
+
+        r = tg_vtpm_pcr_read(v, token->pcr_bank, token->pcr_mask, &values);
+        if (r < 0)
+                return r;
+        r = tg_pcr_values_digest(&values, &pcr_digest);
+        if (r < 0)
+                return r;
+        r = tg_policy_digest_compute(token->pcr_bank, token->pcr_mask, &pcr_digest, token->pin, &policy);
+        if (r < 0)
+                return r;
+        *ret_satisfied = policy.size == token->policy_hash.size &&
+                         memcmp(policy.buffer, token->policy_hash.buffer, policy.size) == 0;
         return 0;
 }

@@ -48,6 +48,13 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
 /* Reads the selected PCRs over the verified session (audit HMAC: integrity-protected). */
 int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_values *ret);
 
+/* PolicyPCR's pcrDigest: SHA-256 over the selected PCR values in index order. */
+int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret);
+
+/* Whether the token's PCR policy holds for the current PCR values (read over
+ * the audited session), without unsealing anything. */
+int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied);
+
 /* Parses "7=sha256:HEX" into values (bank must match; length must be the bank's digest size). */
 int tg_pcr_value_parse(const char *s, tg_pcr_values *values);
 

@@ -5,7 +5,10 @@
 #include <tss2/tss2_tctildr.h>
 
 #include "error.h"
+#include "fault.h"
 #include "log.h"
+#include <tss2/tss2_sys.h>
+
 #include "tpm.h"
 
 int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
@@ -22,6 +25,7 @@ int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
                                     "No TPM answers on \"%s\" (%s). Is the TPM present and its driver loaded? "
                                     "Check the tcti setting in tpmguard.conf.",
                                     tcti_conf ? tcti_conf : "(default)", Tss2_RC_Decode(rc));
+        tg_fault_tcti_hook(t->tcti); /* test builds only: counts TPM commands as fault points */
 
         rc = Esys_Initialize(&t->esys, t->tcti, NULL);
         if (rc != TSS2_RC_SUCCESS) {
@@ -51,7 +55,20 @@ TSS2_RC tg_tpm_rc_base(TSS2_RC rc) {
         return rc & 0xFFF;
 }
 
-int tg_tpm_rc(TSS2_RC rc, const char *operation) {
+void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys) {
+        TSS2_SYS_CONTEXT *sys = NULL;
+        const uint8_t *params = NULL;
+        size_t size = 0;
+
+        if (Esys_GetSysContext(esys, &sys) != TSS2_RC_SUCCESS || !sys)
+                return;
+        if (Tss2_Sys_GetRpBuffer(sys, &size, &params) != TSS2_RC_SUCCESS || !params)
+                return;
+        /* The buffer is ESAPI's own, writable memory; the API merely hands it out as const. */
+        explicit_bzero((void *) (uintptr_t) params, size);
+}
+
+int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {
         TSS2_RC layer = rc & TSS2_RC_LAYER_MASK, base = tg_tpm_rc_base(rc);
         const char *decoded = Tss2_RC_Decode(rc);
 
@@ -76,9 +93,12 @@ int tg_tpm_rc(TSS2_RC rc, const char *operation) {
 
         if (base == TPM2_RC_RETRY || base == TPM2_RC_YIELDED || base == TPM2_RC_TESTING ||
             base == TPM2_RC_NV_RATE || base == TPM2_RC_INITIALIZE)
-                return log_error_rc(-TG_ERR_TPM_UNREACHABLE, "%s: the TPM is not ready (%s).", operation, decoded);
+                return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
+                                    "%s: the TPM is not ready (%s). Try again in a moment; at boot its driver or "
+                                    "self-test may still be running.", operation, decoded);
 
-        return log_error_rc(-TG_ERR_TPM, "%s failed: %s", operation, decoded);
+        return log_error_rc(-TG_ERR_TPM, "%s failed: %s. 'tpmguard doctor' shows the TPM's state.", operation,
+                            decoded);
 }
 
 void tg_handle_release(tg_handle *h) {
@@ -226,13 +246,14 @@ int tg_tpm2b_public_unmarshal_exact(const uint8_t *buf, size_t size, TPM2B_PUBLI
 }
 
 int tg_tpm2b_public_marshal(const TPM2B_PUBLIC *pub, uint8_t **ret, size_t *ret_size) {
-        _cleanup_free_ uint8_t *buf = malloc(sizeof(TPM2B_PUBLIC));
+        const size_t max_size = sizeof(TPM2B_PUBLIC); /* a marshalled TPM2B_PUBLIC is never larger */
+        _cleanup_free_ uint8_t *buf = malloc(max_size);
         size_t off = 0;
         TSS2_RC rc;
 
         if (!buf)
                 return -TG_ERR_NOMEM;
-        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(pub, buf, sizeof(TPM2B_PUBLIC), &off);
+        rc = Tss2_MU_TPM2B_PUBLIC_Marshal(pub, buf, max_size, &off);
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM2B_PUBLIC: %s", Tss2_RC_Decode(rc));
         *ret = TAKE_PTR(buf);

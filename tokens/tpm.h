@@ -6,6 +6,7 @@
 #include <tss2/tss2_mu.h>
 #include <openssl/evp.h>
 
+#include "error.h"
 #include "macro.h"
 
 /* A TPM reached through a TCTI configuration string ("device:/dev/tpmrm0", "swtpm:path=..."). */
@@ -24,7 +25,22 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(tg_tpm *, tg_tpm_free);
  * operation that failed. Transport errors become TG_ERR_TPM_UNREACHABLE, a
  * failed response HMAC becomes TG_ERR_INTERPOSER, lockout TG_ERR_LOCKOUT.
  */
-int tg_tpm_rc(TSS2_RC rc, const char *operation);
+int tg_tpm_rc_map(TSS2_RC rc, const char *operation);
+/* 0 for TSS2_RC_SUCCESS, a negative -TG_ERR_* otherwise: visibly so to the
+ * compiler and static analyzers, which cannot see into tg_tpm_rc_map(). */
+#define tg_tpm_rc(rc, operation)                                                        \
+        ({                                                                              \
+                TSS2_RC _tg_tpm_rc_ = (rc);                                             \
+                int _tg_tpm_r_ = tg_tpm_rc_map(_tg_tpm_rc_, (operation));               \
+                _tg_tpm_rc_ == TSS2_RC_SUCCESS ? 0 : _tg_tpm_r_ < 0 ? _tg_tpm_r_ : -TG_ERR_TPM; \
+        })
+/*
+ * Wipes the response parameters of the last command in ESAPI's internal
+ * response buffer. ESAPI decrypts an encrypted response parameter (Unseal's
+ * outData) in place there and frees that buffer unwiped; call this right
+ * after a command whose response carries a secret.
+ */
+void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys);
 /* The TPM_RC format-one/zero code with session/parameter/handle bits removed. */
 TSS2_RC tg_tpm_rc_base(TSS2_RC rc);
 
@@ -40,6 +56,9 @@ typedef struct tg_handle {
 #define TG_HANDLE_NULL ((tg_handle) { .esys = NULL, .tr = ESYS_TR_NONE, .close_only = false })
 void tg_handle_release(tg_handle *h);
 #define _cleanup_handle_ _cleanup_(tg_handle_release)
+
+/* The persistent SRK's handle (TCG Provisioning Guidance; systemd uses the same). */
+#define TG_SRK_HANDLE UINT32_C(0x81000001)
 
 /* Templates (design §3). */
 /* TCG Provisioning Guidance SRK ECC "H" template: the kernel's NULL primary, and the owner SRK. */

@@ -8,10 +8,13 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "config.h"
+#include "doctor.h"
 #include "error.h"
 #include "json-util.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "pin.h"
 #include "pinned.h"
@@ -46,6 +49,10 @@ typedef struct cli {
         const char *pcr_values[TG_PCR_COUNT];
         int n_pcr_values;
         int keyslot;
+        const char *initrd;
+        const char *crypttab;
+        int token;
+        const char *new_pin_file;
         char **args;
         int n_args;
 } cli;
@@ -60,6 +67,13 @@ static void help(void) {
                "  verify      Verify the TPM: kernel null_name, pinned key, certification\n"
                "  enroll DEV  Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token\n"
                "  seal        Seal a given keyslot secret; print token JSON for 'cryptsetup token import'\n"
+               "  doctor [DEV...]  Explain the whole state, with a next step for each problem\n"
+               "  change-pin DEV  Change the PIN of a token (unseal, reseal with the new PIN)\n"
+               "  rotate DEV  Move a token to a new random secret in a new keyslot\n"
+               "  reseal DEV  Seal to new PCR values (after a firmware or boot chain update)\n"
+               "  remove DEV  Remove a token and its keyslot (never the last keyslot)\n"
+               "  status DEV  Tokens, keyslots, PCR policy state, interrupted operations, TPM state\n"
+               "  cleanup DEV Finish or undo interrupted operations, remove orphans\n"
                "\n"
                "Options:\n"
                "  -c --config FILE             Configuration file (default %s)\n"
@@ -92,8 +106,22 @@ static void help(void) {
                "enroll options:\n"
                "     --unlock-key-file F       An existing passphrase/key file (default: prompt)\n"
                "     --key-slot N              Keyslot for the new secret (default: first free)\n"
+               "change-pin, rotate, reseal, remove options:\n"
+               "     --token N                 The tpmguard token (needed when there are several)\n"
+               "     --pin-file F              Read the current PIN from F ('-' = stdin)\n"
+               "     --new-pin-file F          change-pin: read the new PIN from F ('-' = stdin)\n"
+               "reseal options:\n"
+               "     --pcrs LIST, --pcr-bank BANK, --pcr N=BANK:HEX  The new policy (default: the token's)\n"
+               "     --unlock-key-file F       Authorize with the recovery passphrase instead of unsealing\n"
+               "                               (when the PCRs changed); adds a new keyslot\n"
+               "status options:\n"
+               "     --json                    Machine-readable output\n"
                "seal options:\n"
                "     --secret-file F           The keyslot secret to seal, byte for byte ('-' = stdin)\n"
+               "doctor options:\n"
+               "     --initrd FILE             The initrd to inspect (default /boot/initrd.img-$(uname -r))\n"
+               "     --crypttab FILE           Where to find volumes when none is given (default /etc/crypttab)\n"
+               "     --endorsement-auth-file F Endorsement hierarchy password ('-' = stdin)\n"
                "\n"
                "See tpmguard(8) for exit codes.\n", TPMGUARD_CONFIG_PATH);
 }
@@ -145,7 +173,8 @@ static int cmd_provision(const cli *c) {
 
         r = tg_provision(config, &o, &pinned);
         if (r < 0)
-                return log_error_rc(r, "Provisioning failed: %s.", tg_err_str(r));
+                return log_error_rc(r, "Provisioning failed: %s. Nothing was pinned; fix the cause above and run "
+                                    "'tpmguard provision' again.", tg_err_str(r));
 
         r = tg_hex_encode(pinned.name.name, pinned.name.size, &name_hex);
         if (r < 0)
@@ -247,7 +276,8 @@ static int cmd_verify(const cli *c) {
                        report.kernel_null_name_present ? ""
                                                        : " (kernel exports no null_name: TPM resets during boot are not detectable)");
         if (r < 0)
-                log_error("Verification failed: %s.", tg_err_str(r));
+                log_error("Verification failed: %s. 'tpmguard doctor' shows the whole state and what to do.",
+                          tg_err_str(r));
         return r;
 }
 
@@ -318,6 +348,14 @@ static int cmd_enroll(const cli *c) {
                 return r;
 
         r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
+        if (r == -TG_ERR_AUTH_NEEDED && !owner && isatty(STDIN_FILENO)) {
+                /* The owner hierarchy has a password: ask for it, never assume one. */
+                r = tg_pin_read(NULL, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+                o.seal.owner_auth = owner;
+                r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
+        }
         if (r < 0)
                 return log_error_rc(r, "Enrollment failed: %s. The volume is unchanged.", tg_err_str(r));
         tg_pcr_list_format(o.seal.pcr_mask, pcrs, sizeof pcrs);
@@ -352,6 +390,13 @@ static int cmd_seal(const cli *c) {
         if (r < 0)
                 return r;
         r = tg_seal(v, &p, secret, &token);
+        if (r == -TG_ERR_AUTH_NEEDED && !owner && isatty(STDIN_FILENO)) {
+                r = tg_pin_read(NULL, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+                p.owner_auth = owner;
+                r = tg_seal(v, &p, secret, &token);
+        }
         if (r < 0)
                 return r;
         token.ek_signing_key_name = report.ek_signing_key_name;
@@ -363,12 +408,237 @@ static int cmd_seal(const cli *c) {
         return 0;
 }
 
+static int cmd_doctor(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL;
+        _cleanup_doctor_report_ tg_doctor_report *report = NULL;
+        tg_doctor_options o = {
+                .null_name_path = c->null_name,
+                .devices = c->args,
+                .n_devices = (size_t) c->n_args,
+                .crypttab = c->crypttab,
+                .initrd = c->initrd,
+        };
+        int r;
+
+        r = load_config(c, &config);
+        if (r < 0)
+                return log_error_rc(r, "Fix the configuration first: doctor needs it to know what to check.");
+        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o.endorsement_auth = eauth;
+
+        r = tg_doctor_run(config, &o, &report);
+        if (r < 0)
+                return log_error_rc(r, "doctor could not finish: %s.", tg_err_str(r));
+        if (c->json) {
+                _cleanup_(json_object_putp) json_object *j = NULL;
+                r = tg_doctor_report_to_json(report, &j);
+                if (r < 0)
+                        return r;
+                printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+        } else
+                tg_doctor_report_print(report, stdout);
+        return tg_doctor_report_worst(report);
+}
+
+/* ---- lifecycle commands ---- */
+
+static int one_device(const cli *c, const char *command) {
+        if (c->n_args != 1)
+                return log_error_rc(-TG_ERR_INVALID, "%s takes one argument: the LUKS2 device.", command);
+        return 0;
+}
+
+/* The current PIN of the token, read only when the token has one. */
+static int read_current_pin(const cli *c, const tg_token *t, tg_secret **ret) {
+        int r;
+
+        *ret = NULL;
+        if (!t->pin)
+                return 0;
+        r = tg_pin_read(c->pin_file, "Current TPM PIN: ", false, ret);
+        return r < 0 ? log_error_rc(r, "The token needs its current PIN (terminal, or --pin-file F).") : 0;
+}
+
+/* The common start of change-pin and rotate: one device, the configuration,
+ * and the token's current PIN when it has one. */
+static int token_command_begin(const cli *c, const char *command, tg_config **ret_config, tg_secret **ret_pin) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL;
+        tg_token t;
+        int r;
+
+        r = one_device(c, command);
+        if (r < 0)
+                return r;
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+        if (r < 0)
+                return r;
+        r = read_current_pin(c, &t, &pin);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        *ret_config = TAKE_PTR(config);
+        *ret_pin = TAKE_PTR(pin);
+        return 0;
+}
+
+static int cmd_change_pin(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL;
+        tg_lifecycle_result res;
+        int r;
+
+        r = token_command_begin(c, "change-pin", &config, &pin);
+        if (r < 0)
+                return r;
+        r = tg_pin_read(c->new_pin_file, "New TPM PIN: ", true, &new_pin);
+        if (r < 0)
+                return log_error_rc(r, "No new PIN given (terminal, or --new-pin-file F).");
+        r = tg_change_pin(config, c->args[0], c->token, pin, new_pin, &res);
+        if (r < 0)
+                return log_error_rc(r, "Changing the PIN failed: %s.", tg_err_str(r));
+        printf("Changed the PIN of token %d (keyslot %d).\n", res.token, res.keyslot);
+        return 0;
+}
+
+static int cmd_rotate(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL;
+        tg_lifecycle_result res;
+        int r;
+
+        r = token_command_begin(c, "rotate", &config, &pin);
+        if (r < 0)
+                return r;
+        r = tg_rotate(config, c->args[0], c->token, pin, &res);
+        if (r < 0)
+                return log_error_rc(r, "Rotation failed: %s.", tg_err_str(r));
+        printf("Rotated token %d: keyslot %d replaces keyslot %d.\n", res.token, res.keyslot, res.old_keyslot);
+        return 0;
+}
+
+static int cmd_reseal(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *unlock = NULL;
+        tg_reseal_params p = {};
+        tg_pcr_values explicit_values;
+        tg_lifecycle_result res;
+        tg_token t;
+        int r;
+
+        r = one_device(c, "reseal");
+        if (r < 0)
+                return r;
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+        if (r < 0)
+                return r;
+        p.pcr_bank = t.pcr_bank;
+        p.pcr_mask = t.pcr_mask;
+        if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p.pcr_bank) < 0)
+                r = log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
+        if (r >= 0 && c->pcrs) {
+                if (tg_pcr_list_parse(c->pcrs, &p.pcr_mask) < 0)
+                        r = log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
+                p.pcr_mask_set = true;
+        }
+        if (r >= 0 && c->n_pcr_values > 0) {
+                explicit_values = (tg_pcr_values) { .bank = p.pcr_bank };
+                for (int i = 0; r >= 0 && i < c->n_pcr_values; i++)
+                        r = tg_pcr_value_parse(c->pcr_values[i], &explicit_values);
+                p.explicit_values = &explicit_values;
+        }
+        if (r >= 0)
+                r = read_current_pin(c, &t, &pin);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file) {
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+                if (r < 0)
+                        return r;
+        }
+        p.pin = pin;
+        p.unlock_passphrase = unlock;
+        r = tg_reseal(config, c->args[0], c->token, &p, &res);
+        if (r < 0)
+                return log_error_rc(r, "Resealing failed: %s.", tg_err_str(r));
+        if (res.keyslot != res.old_keyslot)
+                printf("Resealed token %d into a new keyslot %d (keyslot %d removed).\n", res.token, res.keyslot, res.old_keyslot);
+        else
+                printf("Resealed token %d (keyslot %d).\n", res.token, res.keyslot);
+        return 0;
+}
+
+static int cmd_remove(const cli *c) {
+        tg_lifecycle_result res;
+        int r;
+
+        r = one_device(c, "remove");
+        if (r < 0)
+                return r;
+        r = tg_remove(c->args[0], c->token, &res);
+        if (r < 0)
+                return log_error_rc(r, "Removal failed: %s.", tg_err_str(r));
+        if (res.old_keyslot >= 0)
+                printf("Removed token %d and keyslot %d.\n", res.token, res.old_keyslot);
+        else
+                printf("Removed token %d.\n", res.token);
+        return 0;
+}
+
+static int cmd_cleanup(const cli *c) {
+        unsigned actions = 0;
+        int r;
+
+        r = one_device(c, "cleanup");
+        if (r < 0)
+                return r;
+        r = tg_cleanup(c->args[0], &actions);
+        if (r < 0)
+                return log_error_rc(r, "Cleanup failed: %s.", tg_err_str(r));
+        printf(actions ? "Cleaned up %s (%u repairs).\n" : "Nothing to clean up on %s.\n", c->args[0], actions);
+        return 0;
+}
+
+static int cmd_status(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_(json_object_putp) json_object *status = NULL;
+        int r;
+
+        r = one_device(c, "status");
+        if (r < 0)
+                return r;
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_status(config, c->args[0], &status);
+        if (r < 0)
+                return r;
+        if (c->json)
+                printf("%s\n", json_object_to_json_string_ext(status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+        else
+                tg_status_print(status, stdout);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         enum {
                 ARG_TCTI = 0x100, ARG_NULL_NAME, ARG_JSON, ARG_VERSION, ARG_RECORD,
                 ARG_EK_CERT, ARG_EK_CA, ARG_EK_INTERMEDIATES, ARG_OUTPUT, ARG_EAUTH,
                 ARG_OWNER_AUTH, ARG_PIN_FILE, ARG_NO_PIN, ARG_UNLOCK_KEY_FILE, ARG_SECRET_FILE,
                 ARG_PCRS, ARG_PCR_BANK, ARG_PCR, ARG_KEY_SLOT,
+                ARG_INITRD, ARG_CRYPTTAB,
+                ARG_TOKEN, ARG_NEW_PIN_FILE,
         };
         static const struct option options[] = {
                 { "config", required_argument, NULL, 'c' },
@@ -394,6 +664,10 @@ int main(int argc, char *argv[]) {
                 { "pcr-bank", required_argument, NULL, ARG_PCR_BANK },
                 { "pcr", required_argument, NULL, ARG_PCR },
                 { "key-slot", required_argument, NULL, ARG_KEY_SLOT },
+                { "initrd", required_argument, NULL, ARG_INITRD },
+                { "crypttab", required_argument, NULL, ARG_CRYPTTAB },
+                { "token", required_argument, NULL, ARG_TOKEN },
+                { "new-pin-file", required_argument, NULL, ARG_NEW_PIN_FILE },
                 {}
         };
         static const struct {
@@ -404,8 +678,15 @@ int main(int argc, char *argv[]) {
                 { "verify", cmd_verify },
                 { "enroll", cmd_enroll },
                 { "seal", cmd_seal },
+                { "doctor", cmd_doctor },
+                { "change-pin", cmd_change_pin },
+                { "rotate", cmd_rotate },
+                { "reseal", cmd_reseal },
+                { "remove", cmd_remove },
+                { "status", cmd_status },
+                { "cleanup", cmd_cleanup },
         };
-        cli c = { .keyslot = CRYPT_ANY_SLOT };
+        cli c = { .keyslot = CRYPT_ANY_SLOT, .token = CRYPT_ANY_TOKEN };
         int opt, r;
 
         tg_process_harden();
@@ -442,6 +723,8 @@ int main(int argc, char *argv[]) {
                                 return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "Too many --pcr options."));
                         c.pcr_values[c.n_pcr_values++] = optarg;
                         break;
+                case ARG_INITRD: c.initrd = optarg; break;
+                case ARG_CRYPTTAB: c.crypttab = optarg; break;
                 case ARG_KEY_SLOT: {
                         char *end;
                         long n = strtol(optarg, &end, 10);
@@ -450,6 +733,15 @@ int main(int argc, char *argv[]) {
                         c.keyslot = (int) n;
                         break;
                 }
+                case ARG_TOKEN: {
+                        char *end;
+                        long n = strtol(optarg, &end, 10);
+                        if (*optarg == '\0' || *end != '\0' || n < 0 || n > 31)
+                                return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "--token: \"%s\" is not a token number 0..31.", optarg));
+                        c.token = (int) n;
+                        break;
+                }
+                case ARG_NEW_PIN_FILE: c.new_pin_file = optarg; break;
                 default: return tg_err_exit_code(-TG_ERR_INVALID);
                 }
 

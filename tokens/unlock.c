@@ -24,7 +24,8 @@ int tg_unlock_token_json(const char *token_json, const tg_secret *pin, tg_secret
         r = tg_config_load(NULL, &config);
         if (r < 0)
                 return r;
-        r = tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v);
+        /* One unseal and nothing after it: the session ends with its last command (no FlushContext). */
+        r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = true }, NULL, &v);
         if (r < 0)
                 return r;
         r = tg_unseal(v, &token, pin, &secret);

@@ -50,10 +50,11 @@ static int add_hex(json_object *o, const char *key, const uint8_t *data, size_t 
 }
 
 int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_key,
-                    const TPM2B_NAME *null_name, const TPM2B_NAME *signer_name) {
+                    const TPM2B_NAME *null_name, const TPM2B_NAME *signer_name, ESYS_TR srk) {
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ TPMS_CONTEXT *context = NULL;
         _cleanup_free_ uint8_t *ctx_bytes = NULL;
+        const size_t ctx_max = sizeof(TPMS_CONTEXT);
         _cleanup_free_ char *path = NULL;
         char boot_id[SD_ID128_STRING_MAX];
         const char *text;
@@ -73,10 +74,10 @@ int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_ke
         rc = Esys_ContextSave(esys, null_key, &context);
         if (rc != TSS2_RC_SUCCESS)
                 return log_debug_rc(-TG_ERR_TPM, "ContextSave of the NULL key failed: %s", Tss2_RC_Decode(rc));
-        ctx_bytes = malloc(sizeof(TPMS_CONTEXT));
+        ctx_bytes = malloc(ctx_max);
         if (!ctx_bytes)
                 return -TG_ERR_NOMEM;
-        rc = Tss2_MU_TPMS_CONTEXT_Marshal(context, ctx_bytes, sizeof(TPMS_CONTEXT), &off);
+        rc = Tss2_MU_TPMS_CONTEXT_Marshal(context, ctx_bytes, ctx_max, &off);
         if (rc != TSS2_RC_SUCCESS)
                 return log_debug_rc(-TG_ERR_TPM, "Cannot marshal the NULL key context: %s", Tss2_RC_Decode(rc));
 
@@ -87,6 +88,18 @@ int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_ke
             add_hex(o, "ek_signing_key_name", signer_name->name, signer_name->size) < 0 ||
             add_hex(o, "context", ctx_bytes, off) < 0)
                 return -TG_ERR_NOMEM;
+        if (srk != ESYS_TR_NONE) {
+                uint8_t *srk_bytes = NULL;
+                size_t srk_size = 0;
+
+                rc = Esys_TR_Serialize(esys, srk, &srk_bytes, &srk_size);
+                if (rc != TSS2_RC_SUCCESS)
+                        return log_debug_rc(-TG_ERR_TPM, "Cannot serialize the SRK's ESYS_TR: %s", Tss2_RC_Decode(rc));
+                r = add_hex(o, "srk", srk_bytes, srk_size);
+                free(srk_bytes);
+                if (r < 0)
+                        return r;
+        }
 
         r = vcache_path(config, &path);
         if (r < 0)
@@ -116,11 +129,14 @@ static bool name_equals(const TPM2B_NAME *n, const uint8_t *bytes, size_t size) 
 }
 
 int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME *kernel_null_name,
-                   const TPM2B_NAME *signer_name, ESYS_TR *ret_null_key, TPM2B_NAME *ret_name) {
+                   const TPM2B_NAME *signer_name, ESYS_TR *ret_null_key, TPM2B_NAME *ret_name, ESYS_TR *ret_srk) {
         _cleanup_free_ char *path = NULL;
-        _cleanup_free_ uint8_t *text = NULL, *name = NULL, *signer = NULL, *ctx_bytes = NULL;
+        _cleanup_free_ uint8_t *text = NULL, *name = NULL, *signer = NULL, *ctx_bytes = NULL, *srk_bytes = NULL;
         _cleanup_json_ json_object *o = NULL;
         _cleanup_handle_ tg_handle loaded = { .esys = esys, .tr = ESYS_TR_NONE };
+        _cleanup_handle_ tg_handle srk = { .esys = esys, .tr = ESYS_TR_NONE, .close_only = true };
+        TPM2_HANDLE srk_handle = 0;
+        size_t srk_size = 0;
         _cleanup_free_ TPM2B_NAME *esys_name = NULL;
         char boot_id[SD_ID128_STRING_MAX];
         size_t size, name_size, signer_size, ctx_size, off = 0;
@@ -171,6 +187,18 @@ int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME
         if (context.hierarchy != TPM2_RH_NULL)
                 return log_debug_rc(-TG_ERR_INVALID, "cache: context is not in the NULL hierarchy.");
 
+        /* Optional: the SRK's ESYS_TR metadata. Restoring it sends nothing to the TPM. */
+        if (json_object_object_get_ex(o, "srk", NULL)) {
+                r = get_hex(o, "srk", VCACHE_MAX_SIZE / 2, &srk_bytes, &srk_size);
+                if (r < 0)
+                        return r;
+                rc = Esys_TR_Deserialize(esys, srk_bytes, srk_size, &srk.tr);
+                if (rc != TSS2_RC_SUCCESS)
+                        return log_debug_rc(-TG_ERR_INVALID, "cache: malformed SRK (%s).", Tss2_RC_Decode(rc));
+                if (Esys_TR_GetTpmHandle(esys, srk.tr, &srk_handle) != TSS2_RC_SUCCESS || srk_handle != TG_SRK_HANDLE)
+                        return log_debug_rc(-TG_ERR_INVALID, "cache: the SRK entry is not for 0x%08x.", TG_SRK_HANDLE);
+        }
+
         /* The TPM refuses the context after a reset (new NULL proof) or when it was tampered with. */
         rc = Esys_ContextLoad(esys, &context, &loaded.tr);
         if (rc != TSS2_RC_SUCCESS)
@@ -186,6 +214,8 @@ int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME
         *ret_null_key = loaded.tr;
         loaded.tr = ESYS_TR_NONE;
         *ret_name = result;
+        *ret_srk = srk.tr;
+        srk.tr = ESYS_TR_NONE;
         return 0;
 }
 

@@ -20,13 +20,24 @@
  * secret moves. A cache that fails any of that costs a full verification.
  */
 
-/* Best effort: failures are logged at debug level and return < 0. */
+/*
+ * Best effort: failures are logged at debug level and return < 0. srk
+ * (optional, ESYS_TR_NONE for none) is the persistent SRK's ESYS_TR; its
+ * serialized metadata is cached too, so that a cached unlock needs no
+ * separate ReadPublic for it. It is as untrusted as everything else here:
+ * the caller re-reads it in an audited command and the Load that names it
+ * is HMAC-authorized.
+ */
 int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_key,
-                    const TPM2B_NAME *null_name, const TPM2B_NAME *signer_name);
+                    const TPM2B_NAME *null_name, const TPM2B_NAME *signer_name, ESYS_TR srk);
 
-/* Loads the cached NULL key into the TPM. kernel_null_name may be NULL (none exported). */
+/*
+ * Loads the cached NULL key into the TPM. kernel_null_name may be NULL (none
+ * exported). ret_srk: the cached SRK's ESYS_TR (no TPM command), or
+ * ESYS_TR_NONE when the cache holds none.
+ */
 int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME *kernel_null_name,
-                   const TPM2B_NAME *signer_name, ESYS_TR *ret_null_key, TPM2B_NAME *ret_name);
+                   const TPM2B_NAME *signer_name, ESYS_TR *ret_null_key, TPM2B_NAME *ret_name, ESYS_TR *ret_srk);
 
 /* Removes the cache (after a failed proof). */
 void tg_vcache_drop(const tg_config *config);

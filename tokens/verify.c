@@ -19,6 +19,7 @@
  * boot changes the NULL seed, so the NULL key no longer matches the
  * kernel's record: that is how reset-and-replay attacks are caught.
  */
+#include <assert.h>
 #include <openssl/rand.h>
 #include <tss2/tss2_rc.h>
 
@@ -38,13 +39,17 @@ struct tg_verified_tpm {
         tg_tpm *tpm;
         tg_handle null_key;   /* the verified NULL primary: salt key for every session */
         tg_handle hmac_session;
+        tg_handle srk;        /* TG_SRK_HANDLE, when verification read it (close_only) */
         TPM2B_NAME null_name;
+        bool one_shot;        /* see tg_verify_options.one_shot */
+        bool session_ended;   /* the TPM flushed hmac_session (continueSession clear, success) */
 };
 
 void tg_verified_tpm_free(tg_verified_tpm *v) {
         if (!v)
                 return;
         tg_handle_release(&v->hmac_session);
+        tg_handle_release(&v->srk);
         tg_handle_release(&v->null_key);
         tg_tpm_free(v->tpm);
         free(v);
@@ -54,8 +59,9 @@ ESYS_CONTEXT *tg_vtpm_esys(tg_verified_tpm *v) {
         return v->tpm->esys;
 }
 
-ESYS_TR tg_vtpm_session(tg_verified_tpm *v, bool decrypt, bool encrypt) {
-        TPMA_SESSION attrs = TPMA_SESSION_CONTINUESESSION;
+static ESYS_TR session_with(tg_verified_tpm *v, TPMA_SESSION attrs, bool decrypt, bool encrypt) {
+        /* Programmer error: a one-shot verified TPM's session was used after its last command. */
+        assert(!v->session_ended);
 
         if (decrypt)
                 attrs |= TPMA_SESSION_DECRYPT;
@@ -66,7 +72,36 @@ ESYS_TR tg_vtpm_session(tg_verified_tpm *v, bool decrypt, bool encrypt) {
         return v->hmac_session.tr;
 }
 
+ESYS_TR tg_vtpm_session(tg_verified_tpm *v, bool decrypt, bool encrypt) {
+        return session_with(v, TPMA_SESSION_CONTINUESESSION, decrypt, encrypt);
+}
+
+ESYS_TR tg_vtpm_session_last(tg_verified_tpm *v, bool decrypt, bool encrypt) {
+        return session_with(v, v->one_shot ? 0 : TPMA_SESSION_CONTINUESESSION, decrypt, encrypt);
+}
+
+void tg_vtpm_session_done(tg_verified_tpm *v, bool succeeded) {
+        if (!v->one_shot || !succeeded)
+                return;
+        /*
+         * The TPM flushed the session when the command succeeded with
+         * continueSession clear. Whether or not ESAPI already dropped its
+         * metadata, closing it sends nothing to the TPM.
+         */
+        v->hmac_session.close_only = true;
+        tg_handle_release(&v->hmac_session);
+        v->session_ended = true;
+}
+
+ESYS_TR tg_vtpm_take_srk(tg_verified_tpm *v) {
+        ESYS_TR srk = v->srk.tr;
+
+        v->srk.tr = ESYS_TR_NONE;
+        return srk;
+}
+
 ESYS_TR tg_vtpm_audit_session(tg_verified_tpm *v) {
+        assert(!v->session_ended);
         (void) Esys_TRSess_SetAttributes(v->tpm->esys, v->hmac_session.tr,
                                          TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_AUDIT, 0xff);
         return v->hmac_session.tr;
@@ -92,7 +127,71 @@ static int start_salted_session(tg_verified_tpm *v, TPM2_SE type, ESYS_TR *ret) 
 }
 
 int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session) {
-        return start_salted_session(v, TPM2_SE_POLICY, ret_session);
+        int r = start_salted_session(v, TPM2_SE_POLICY, ret_session);
+
+        /*
+         * One-shot, with the HMAC session ended: this is the last session salted to the NULL
+         * key, which is only the salt key. Flushing it now (the same one FlushContext, earlier)
+         * keeps one handle fewer live for the policy commands and the Unseal, which through
+         * /dev/tpmrm0 saves a ContextLoad and a ContextSave per command.
+         */
+        if (r >= 0 && v->one_shot && v->session_ended)
+                tg_handle_release(&v->null_key);
+        return r;
+}
+
+/*
+ * The proof of the cached path: one command in the salted session, with its
+ * response HMAC checked by ESAPI, shows that the TPM and we derived the same
+ * session key. That command is the ReadPublic of the persistent SRK, which
+ * unsealing needs anyway, so the proof costs no extra round trip:
+ *  - with the SRK's ESYS_TR from the cache, one audited ReadPublic on it,
+ *    whose authenticated response must also carry the cached SRK name;
+ *  - without, Esys_TR_FromTPMPublic in the audit session (tpm2-tss sends a
+ *    plain ReadPublic first, to learn the name for the cpHash);
+ *  - with no SRK at TG_SRK_HANDLE (an error response carries no HMAC),
+ *    ReadClock.
+ * Nothing secret has been sent before the proof.
+ */
+static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
+        _cleanup_free_ TPMS_TIME_INFO *time_info = NULL;
+        ESYS_TR srk = ESYS_TR_NONE;
+        TSS2_RC rc;
+
+        if (v->srk.tr != ESYS_TR_NONE) {
+                _cleanup_free_ TPM2B_PUBLIC *pub = NULL;
+                _cleanup_free_ TPM2B_NAME *name = NULL, *cached_name = NULL;
+
+                rc = Esys_ReadPublic(v->tpm->esys, v->srk.tr, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE,
+                                     &pub, &name, NULL);
+                if (rc != TSS2_RC_SUCCESS)
+                        return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).",
+                                            Tss2_RC_Decode(rc));
+                rc = Esys_TR_GetName(v->tpm->esys, v->srk.tr, &cached_name);
+                if (rc != TSS2_RC_SUCCESS || cached_name->size != name->size ||
+                    memcmp(cached_name->name, name->name, name->size) != 0)
+                        return log_debug_rc(-TG_ERR_INVALID, "cache: the SRK at 0x%08x is not the cached one.",
+                                            TG_SRK_HANDLE);
+                return 0;
+        }
+
+        rc = Esys_TR_FromTPMPublic(v->tpm->esys, TG_SRK_HANDLE, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE,
+                                   &srk);
+        if (rc == TSS2_RC_SUCCESS) {
+                v->srk = (tg_handle) { .esys = v->tpm->esys, .tr = srk, .close_only = true };
+                return 0;
+        }
+        if (tg_tpm_rc_base(rc) != TPM2_RC_HANDLE)
+                return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
+
+        rc = Esys_ReadClock(v->tpm->esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
+        report->clock = time_info->clockInfo.clock;
+        report->reset_count = time_info->clockInfo.resetCount;
+        report->restart_count = time_info->clockInfo.restartCount;
+        report->safe = time_info->clockInfo.safe;
+        return 0;
 }
 
 /*
@@ -104,33 +203,28 @@ int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session) {
  */
 static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const TPM2B_NAME *kernel_null_name,
                              const TPM2B_NAME *signer_name, tg_verify_report *report) {
-        _cleanup_free_ TPMS_TIME_INFO *time_info = NULL;
-        TSS2_RC rc;
         int r;
 
-        r = tg_vcache_load(config, v->tpm->esys, kernel_null_name, signer_name, &v->null_key.tr, &v->null_name);
+        r = tg_vcache_load(config, v->tpm->esys, kernel_null_name, signer_name, &v->null_key.tr, &v->null_name,
+                           &v->srk.tr);
         if (r < 0)
                 return r;
         r = start_salted_session(v, TPM2_SE_HMAC, &v->hmac_session.tr);
         if (r < 0)
                 goto fail;
-        rc = Esys_ReadClock(v->tpm->esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
-        if (rc != TSS2_RC_SUCCESS) {
-                r = log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
+        r = prove_cached_session(v, report);
+        if (r < 0) {
                 tg_vcache_drop(config);
                 goto fail;
         }
         report->null_name = v->null_name;
         report->ek_signing_key_name = *signer_name;
-        report->clock = time_info->clockInfo.clock;
-        report->reset_count = time_info->clockInfo.resetCount;
-        report->restart_count = time_info->clockInfo.restartCount;
-        report->safe = time_info->clockInfo.safe;
         report->cached = true;
         log_debug("TPM verified from this boot's cache: NULL key loaded from its saved context and proven.");
         return 0;
 
 fail:
+        tg_handle_release(&v->srk);
         tg_handle_release(&v->hmac_session);
         tg_handle_release(&v->null_key);
         return r;
@@ -167,7 +261,10 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, const TPM2B_PUBLIC *te
                 return tg_tpm_rc(rc, "Esys_TR_GetName");
         if (esys_name->size != name.size || memcmp(esys_name->name, name.name, name.size) != 0) {
                 free(esys_name);
-                return log_alert_rc(-TG_ERR_INTERPOSER, "%s: ESAPI's name of the key differs from its public area.", what);
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "%s: the name the TPM gave for the key does not match its public area: an "
+                                    "interposer is suspected. The TPM will not be used; unlock with the recovery "
+                                    "passphrase.", what);
         }
         free(esys_name);
 
@@ -199,6 +296,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         tg_pinned_key pinned;
         TPM2B_NAME kernel_null_name = {}, signer_name, signer_qn;
         TPM2B_DATA nonce = { .size = TG_NONCE_SIZE };
+        /* cppcheck-suppress legacyUninitvar ; the member .scheme is not the variable */
         TPMT_SIG_SCHEME scheme = { .scheme = TPM2_ALG_NULL };
         tg_attest_info info;
         TSS2_RC rc;
@@ -232,11 +330,14 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                 return -TG_ERR_NOMEM;
         v->null_key = TG_HANDLE_NULL;
         v->hmac_session = TG_HANDLE_NULL;
+        v->srk = (tg_handle) { .esys = NULL, .tr = ESYS_TR_NONE, .close_only = true };
+        v->one_shot = options && options->one_shot;
         r = tg_tpm_open(config->tcti, &v->tpm);
         if (r < 0)
                 return r;
         v->null_key.esys = v->tpm->esys;
         v->hmac_session.esys = v->tpm->esys;
+        v->srk.esys = v->tpm->esys;
 
         if (options && options->endorsement_auth) {
                 TPM2B_AUTH auth = {};
@@ -312,8 +413,16 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         report->restart_count = info.restart_count;
         report->safe = info.safe;
 
-        if (options && options->use_cache)
-                (void) tg_vcache_store(config, v->tpm->esys, v->null_key.tr, &v->null_name, &pinned.name);
+        if (options && options->use_cache) {
+                /*
+                 * The persistent SRK's ESYS_TR is cached with the NULL key (unsealing takes it from
+                 * here, so this ReadPublic is not an extra one); none if there is no SRK yet.
+                 */
+                if (Esys_TR_FromTPMPublic(v->tpm->esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                          &v->srk.tr) != TSS2_RC_SUCCESS)
+                        v->srk.tr = ESYS_TR_NONE;
+                (void) tg_vcache_store(config, v->tpm->esys, v->null_key.tr, &v->null_name, &pinned.name, v->srk.tr);
+        }
 
         /* 6. Only now: the session every later secret travels in. */
         if (ret_vtpm) {
@@ -332,6 +441,10 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
 int tg_verify(const tg_config *config, const tg_verify_options *options,
               tg_verify_report *report, tg_verified_tpm **ret_vtpm) {
         tg_verify_report scratch;
+        int r;
 
-        return verify_internal(config, options, report ?: &scratch, ret_vtpm);
+        tg_progress("Verifying the TPM (NULL key, pinned EK signing key, certification)...");
+        r = verify_internal(config, options, report ?: &scratch, ret_vtpm);
+        tg_progress_done();
+        return r;
 }

@@ -27,7 +27,7 @@ typedef struct tg_verify_report {
         tg_null_name_policy policy;
         TPM2B_NAME null_name;           /* the name of the NULL key we created and certified */
         TPM2B_NAME ek_signing_key_name; /* the pinned (and matched) signer */
-        uint64_t clock;
+        uint64_t clock;                 /* clock fields: 0 when a cached NULL key was proven without ReadClock */
         uint32_t reset_count;
         uint32_t restart_count;
         bool safe;
@@ -38,6 +38,11 @@ typedef struct tg_verify_options {
         const char *null_name_path;     /* overrides the configuration when set */
         const tg_secret *endorsement_auth; /* NULL: empty endorsement hierarchy password */
         bool use_cache;                 /* load (when a session is wanted) and store the per-boot cache */
+        bool one_shot;                  /* the verified TPM serves one tg_unseal() and nothing after it: its
+                                         * salted HMAC session ends with its last command there
+                                         * (continueSession clear) instead of a FlushContext,
+                                         * and the NULL key is flushed as soon as the policy
+                                         * session, the last one salted to it, is started */
 } tg_verify_options;
 
 /*
@@ -65,6 +70,27 @@ ESYS_CONTEXT *tg_vtpm_esys(tg_verified_tpm *v);
  * encrypted, encrypt = the response's first TPM2B parameter is.
  */
 ESYS_TR tg_vtpm_session(tg_verified_tpm *v, bool decrypt, bool encrypt);
+
+/*
+ * The salted HMAC session for its last command when the verified TPM is
+ * one-shot (tg_verify_options.one_shot): continueSession clear, so that the
+ * TPM flushes it when the command succeeds. Otherwise the same as
+ * tg_vtpm_session(). After the command, call tg_vtpm_session_done() with
+ * whether it succeeded; a failed command leaves the session open (the TPM
+ * flushes a session only on success), and it is flushed as usual.
+ */
+ESYS_TR tg_vtpm_session_last(tg_verified_tpm *v, bool decrypt, bool encrypt);
+void tg_vtpm_session_done(tg_verified_tpm *v, bool succeeded);
+
+/*
+ * Hands over the persistent SRK (TG_SRK_HANDLE) when verification already
+ * read it — from this boot's cache, its ReadPublic is the audited command
+ * that proves the salted session — and ESYS_TR_NONE otherwise. The caller
+ * owns the returned ESYS_TR (Esys_TR_Close it). Its public area is as
+ * unverified as any ReadPublic's: it may be used only as a parent named in
+ * an HMAC-authorized command.
+ */
+ESYS_TR tg_vtpm_take_srk(tg_verified_tpm *v);
 
 /* The salted HMAC session as an audit session (TPMA_SESSION_AUDIT): integrity for commands without handles. */
 ESYS_TR tg_vtpm_audit_session(tg_verified_tpm *v);

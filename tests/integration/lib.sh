@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Shell test library for the integration tier: TAP output, one fresh swtpm
 # per test case (tests/fixture/swtpm-fixture), clean teardown on every path.
@@ -32,15 +33,15 @@ test_case() { _tap_cases+=("$1"); }
 
 # A fresh private TPM for the current case, and a config pointing at it.
 tpm_setup() {
-        local variant=${1:-}
+        local variant=("$@")
         WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-test.XXXXXX")
-        "$FIXTURE" start "$WORK/tpm" $variant >/dev/null || return 1
+        "$FIXTURE" start "$WORK/tpm" "${variant[@]}" >/dev/null || return 1
         # shellcheck disable=SC1091
         . "$WORK/tpm/env"
         mkdir -p "$WORK/state"
         mkdir -m 700 "$WORK/run"
         "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name" || return 1
-        write_config
+        write_config required
 }
 
 write_config() {
@@ -89,14 +90,39 @@ expect_in() {
         fi
 }
 
+# Sanitizer reports (build-asan) fail the case that produced them, even when
+# the crashing command was expected to fail: every sanitized process writes
+# its report into a per-case directory, checked after the case.
+if [ -n "${TPMGUARD_ASAN_RUNTIME:-}" ]; then
+        export LD_PRELOAD_ASAN=$TPMGUARD_ASAN_RUNTIME
+fi
+_sanitizer_dir=""
+
+sanitizer_reports() {
+        local f found=1
+        for f in "$_sanitizer_dir"/*; do
+                [ -f "$f" ] || continue
+                found=0
+                echo "# sanitizer report $f:" >&2
+                sed 's/^/#   /' "$f" | head -40 >&2
+        done
+        return $found
+}
+
 run_cases() {
         echo "1..${#_tap_cases[@]}"
-        local c
+        local c rc base_asan=${ASAN_OPTIONS:-} base_ubsan=${UBSAN_OPTIONS:-}
         for c in "${_tap_cases[@]}"; do
                 _tap_n=$((_tap_n + 1))
+                _sanitizer_dir=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-sanitizer.XXXXXX")
+                export ASAN_OPTIONS="${base_asan:+$base_asan:}log_path=$_sanitizer_dir/asan"
+                export UBSAN_OPTIONS="${base_ubsan:+$base_ubsan:}log_path=$_sanitizer_dir/ubsan"
                 # Not in an "if": bash ignores set -e inside a tested subshell.
-                ( set -e; trap tpm_teardown EXIT; "$c" )
-                if [ $? = 0 ]; then
+                local rc=0
+                ( set -e; trap tpm_teardown EXIT; "$c" ) || rc=$?
+                sanitizer_reports && rc=1
+                rm -rf "$_sanitizer_dir"
+                if [ "$rc" = 0 ]; then
                         echo "ok $_tap_n - $c"
                 else
                         echo "not ok $_tap_n - $c"
@@ -115,6 +141,20 @@ make_luks() {
                 --key-file "$WORK/recovery.key" "$img" >/dev/null
 }
 
+# A provisioned TPM and a LUKS2 image enrolled with PIN 1234 ($WORK/pin) and
+# PCR 7; arguments go to tpm_setup. Scripts that need no more call it as
+# setup_enrolled.
+setup_enrolled_common() {
+        tpm_setup "$@"
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+}
+
+setup_enrolled() { setup_enrolled_common "$@"; }
+
 # Runs a command in a private mount namespace in which libcryptsetup's
 # compiled-in token directory holds our freshly built plugin (libcryptsetup
 # 2.6 has no --external-tokens-path). Nothing leaks into the host's mounts.
@@ -122,7 +162,10 @@ with_plugin() {
         local plugdir="$WORK/tokendir"
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
-        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
+        # A sanitized plugin (build-asan) needs the ASan runtime preloaded
+        # into the uninstrumented cryptsetup; only the final command gets it.
+        # shellcheck disable=SC2016 # expanded by the inner sh
+        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec env ${LD_PRELOAD_ASAN:+LD_PRELOAD="$LD_PRELOAD_ASAN"} "$@"' \
                 "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
 }
 

@@ -18,6 +18,7 @@
 #include "error.h"
 #include "tpm.h"
 #include "util.h"
+#include "log.h"
 
 static const char *fixture_script;
 
@@ -331,6 +332,7 @@ static void test_endorsement_password(void **state) {
 }
 
 int main(int argc, char **argv) {
+        tg_log_set_journal(false); /* test alerts never reach the host's journal */
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_ek_from_nv_and_fallback, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_ecc_ek_from_nv, setup, teardown),

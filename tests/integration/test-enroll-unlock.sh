@@ -3,18 +3,10 @@
 # Integration tier: enrollment (tpmguard enroll; seal + cryptsetup token
 # import) and unlocking through the plugin with the real cryptsetup binary
 # and libcryptsetup, against a real swtpm. Nothing is mocked.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
-
-setup_enrolled() {
-        tpm_setup
-        "$TPMGUARD" provision >/dev/null
-        make_luks "$WORK/disk.img"
-        printf '1234\n' >"$WORK/pin"
-        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
-                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
-}
 
 # cryptsetup asks "Enter token PIN:" and, without a terminal, reads a line from stdin.
 token_open() {
@@ -97,6 +89,25 @@ unprovisioned_enroll_changes_nothing() {
         [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2')" = 1 ]
 }
 
+test_case owner_password_is_asked_not_assumed
+owner_password_is_asked_not_assumed() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_changeauth -c o owner-secret >/dev/null
+        # No terminal, no --owner-auth-file: refused, and the volume is unchanged.
+        expect_exit 10 "$TPMGUARD" enroll --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img" </dev/null
+        expect_in "--owner-auth-file" "$ERR"
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2')" = 1 ]
+        printf 'owner-secret\n' >"$WORK/owner"
+        expect_exit 0 "$TPMGUARD" enroll --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                --owner-auth-file "$WORK/owner" "$WORK/disk.img"
+        # The SRK is persisted now: unlocking needs no owner password.
+        expect_exit 0 token_open <"$WORK/pin"
+}
+
 test_case seal_and_token_import_flow
 seal_and_token_import_flow() {
         tpm_setup
@@ -117,7 +128,7 @@ test_case edited_token_never_unseals
 edited_token_never_unseals() {
         setup_enrolled
         cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/orig.json"
-        local field edit
+        local edit
         for edit in \
                 's/"pcrs":\[7\]/"pcrs":[8]/' \
                 's/"policy_hash":"0/"policy_hash":"1/;s/"policy_hash":"[1-9a-f]/"policy_hash":"0/' \

@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Integration tier: `tpmguard provision` and `tpmguard verify` against a real
 # swtpm with real EK certificates from a private manufacturer CA.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary
 

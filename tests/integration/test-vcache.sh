@@ -3,18 +3,10 @@
 # Integration tier: the per-boot verification cache (cache_dir/null-key.json).
 # A warm cache makes unlocks cheaper; a tampered, stale or foreign cache can
 # only cost a full verification or fail closed, never weaken verification.
+# shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
-
-setup_enrolled() {
-        tpm_setup
-        "$TPMGUARD" provision >/dev/null
-        make_luks "$WORK/disk.img"
-        printf '1234\n' >"$WORK/pin"
-        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
-                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
-}
 
 # Unlock with cryptsetup --debug so that the plugin's debug lines show which path it took.
 unlock_debug() {
@@ -116,6 +108,43 @@ cache_of_another_tpm_is_refused_by_the_tpm() {
         cp "$WORK/other-run/null-key.json" "$WORK/run/null-key.json"
         unlock_debug
         expect_in "Cached the verified NULL key" "$(cat "$WORK/unlock.log")"
+}
+
+# The cached SRK entry (its serialized ESYS_TR) saves a ReadPublic; a wrong or
+# damaged one must only cost a full verification, and a missing one must not
+# stop the cache from being used (the SRK is then read in the audit session).
+test_case tampered_srk_entry_costs_full_verification
+tampered_srk_entry_costs_full_verification() {
+        setup_enrolled
+        unlock_debug
+        cp "$WORK/run/null-key.json" "$WORK/good.json"
+        python3 -c 'import json,sys; sys.exit(0 if "srk" in json.load(open(sys.argv[1])) else 1)' "$WORK/good.json" ||
+                { echo "# the cache holds no SRK entry" >&2; return 1; }
+        local edit
+        # Serialized ESYS_TR: handle (4 bytes), name (2 + 34), type, public area.
+        for edit in handle name truncated; do
+                python3 - "$WORK/good.json" "$WORK/run/null-key.json" "$edit" <<'PY'
+import json, sys
+c = json.load(open(sys.argv[1]))
+b = bytearray.fromhex(c["srk"])
+edit = sys.argv[3]
+if edit == "handle":
+    b[3] ^= 0x02
+elif edit == "name":
+    b[4 + 2 + 20] ^= 0x01
+else:
+    b = b[:len(b) // 2]
+c["srk"] = b.hex()
+json.dump(c, open(sys.argv[2], "w"))
+PY
+                unlock_debug || { echo "# tampered SRK entry ($edit) broke the unlock" >&2; cat "$WORK/unlock.log" >&2; return 1; }
+                expect_in "Cached the verified NULL key" "$(cat "$WORK/unlock.log")"
+        done
+        python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); del c["srk"]; json.dump(c, open(sys.argv[2], "w"))' \
+                "$WORK/good.json" "$WORK/run/null-key.json"
+        unlock_debug
+        expect_in "from this boot's cache" "$(cat "$WORK/unlock.log")"
+        expect_in "unlocked" "$(cat "$WORK/unlock.log")"
 }
 
 run_cases

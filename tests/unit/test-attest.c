@@ -454,6 +454,7 @@ static void test_info_json(void **state) {
 }
 
 int main(void) {
+        tg_log_set_journal(false); /* test alerts never reach the host's journal */
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_valid, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),

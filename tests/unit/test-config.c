@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "log.h"
 
 static void test_defaults(void **state) {
         _cleanup_config_ tg_config *c = NULL;
@@ -79,6 +80,7 @@ static void test_pcr_list(void **state) {
 }
 
 int main(void) {
+        tg_log_set_journal(false); /* test alerts never reach the host's journal */
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_all_keys),

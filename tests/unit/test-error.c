@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "log.h"
 
 /* libcryptsetup 2.6 only continues with other tokens (and falls back to the
  * passphrase) after these four; anything else must be a deliberate choice. */
@@ -57,6 +58,7 @@ static void test_out_of_range(void **state) {
 }
 
 int main(void) {
+        tg_log_set_journal(false); /* test alerts never reach the host's journal */
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_every_code_described),
                 cmocka_unit_test(test_cryptsetup_contract),

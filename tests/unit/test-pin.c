@@ -14,6 +14,7 @@
 #include "error.h"
 #include "pin.h"
 #include "util.h"
+#include "log.h"
 
 static void assert_derives(const char *pin, const char *salt, uint32_t iterations, const char *hex_first_32) {
         _cleanup_secret_ tg_secret *p = NULL, *auth = NULL;
@@ -243,6 +244,7 @@ static void test_read_tty(void **state) {
 }
 
 int main(void) {
+        tg_log_set_journal(false); /* test alerts never reach the host's journal */
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_pbkdf2_rfc7914),
                 cmocka_unit_test(test_pbkdf2_published),

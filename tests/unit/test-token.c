@@ -556,6 +556,7 @@ static void test_dump(void **state) {
 }
 
 int main(void) {
+        tg_log_set_journal(false); /* test alerts never reach the host's journal */
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_parse_base),
                 cmocka_unit_test(test_round_trip),

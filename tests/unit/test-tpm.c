@@ -9,6 +9,7 @@
 #include "error.h"
 #include "tpm.h"
 #include "util.h"
+#include "log.h"
 
 static void assert_marshals_to(const TPM2B_PUBLIC *pub, const char *hex) {
         uint8_t buf[sizeof(TPMT_PUBLIC)];
@@ -47,7 +48,6 @@ static void test_ek_signing_template_bytes(void **state) {
 static void test_name_of_template(void **state) {
         TPM2B_PUBLIC t;
         TPM2B_NAME name;
-        _cleanup_free_ char *hex = NULL;
         uint8_t buf[sizeof(TPMT_PUBLIC)], digest[32];
         size_t off = 0;
         unsigned dlen = 0;
@@ -138,6 +138,7 @@ static void test_hex(void **state) {
 }
 
 int main(void) {
+        tg_log_set_journal(false); /* test alerts never reach the host's journal */
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_srk_template_bytes),
                 cmocka_unit_test(test_ek_signing_template_bytes),

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * bench-token-open: opens a LUKS2 token in-process through a libcryptsetup
+ * token plugin, the way libcryptsetup itself does (dlopen the plugin, call
+ * its cryptsetup_token_open_pin), and times only that call. Used by
+ * tests/bench/run for both tpmguard's plugin and systemd's
+ * libcryptsetup-token-systemd-tpm2.so, so that both unlocks are measured the
+ * same way. After each timed call (outside the timed window) it checks that
+ * the returned passphrase opens a keyslot, so a benchmark can never time a
+ * failure.
+ *
+ *   bench-token-open --plugin SO --type TOKEN_TYPE --pin-file FILE
+ *                    [--systemd-device TCTI] [--iterations N] [--remove-before-each FILE] IMAGE
+ *
+ * The PIN comes from a file, never argv or the environment. Prints one JSON
+ * object: {"ms": [t1, t2, ...]}. Exits 0 only when every open unlocked.
+ *
+ * systemd 252's plugin takes its device through usrptr, as
+ * systemd_tpm2_plugin_params (src/shared/tpm2-util.h in v252):
+ * { uint32_t search_pcr_mask; const char *device; const char *signature_path; }.
+ * systemd-cryptsetup passes search_pcr_mask = UINT32_MAX ("any PCRs").
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <getopt.h>
+#include <libcryptsetup.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "macro.h"
+
+typedef struct systemd_v252_tpm2_plugin_params {
+        uint32_t search_pcr_mask;
+        const char *device;
+        const char *signature_path;
+} systemd_v252_tpm2_plugin_params;
+
+typedef int (*token_open_pin_fn)(struct crypt_device *cd, int token, const char *pin, size_t pin_size,
+                                 char **buffer, size_t *buffer_len, void *usrptr);
+typedef void (*token_buffer_free_fn)(void *buffer, size_t buffer_len);
+
+static void crypt_freep(struct crypt_device **cd) {
+        if (*cd)
+                crypt_free(*cd);
+}
+
+static void dlclosep(void **h) {
+        if (*h)
+                dlclose(*h);
+}
+
+static double now_ms(void) {
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec * 1e3 + (double) ts.tv_nsec / 1e6;
+}
+
+/* The PIN file's first line, without its newline. */
+static int read_pin(const char *path, char *buf, size_t size, size_t *ret_len) {
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        size_t n;
+
+        if (!f)
+                return -errno;
+        if (!fgets(buf, (int) size, f))
+                return -EINVAL;
+        n = strcspn(buf, "\n");
+        buf[n] = 0;
+        *ret_len = n;
+        return 0;
+}
+
+static int find_token(struct crypt_device *cd, const char *type) {
+        for (int id = 0; id < 32; id++) {
+                const char *t = NULL;
+                crypt_token_info info = crypt_token_status(cd, id, &t);
+                if ((info == CRYPT_TOKEN_EXTERNAL || info == CRYPT_TOKEN_EXTERNAL_UNKNOWN) && t && strcmp(t, type) == 0)
+                        return id;
+        }
+        return -ENOENT;
+}
+
+static void usage(void) {
+        fprintf(stderr, "usage: bench-token-open --plugin SO --type TOKEN_TYPE --pin-file FILE "
+                        "[--systemd-device TCTI] [--iterations N] [--remove-before-each FILE] IMAGE\n");
+}
+
+int main(int argc, char *argv[]) {
+        static const struct option options[] = {
+                { "plugin", required_argument, NULL, 'p' },
+                { "type", required_argument, NULL, 't' },
+                { "pin-file", required_argument, NULL, 'P' },
+                { "systemd-device", required_argument, NULL, 'd' },
+                { "iterations", required_argument, NULL, 'n' },
+                { "remove-before-each", required_argument, NULL, 'r' },
+                {}
+        };
+        _cleanup_(crypt_freep) struct crypt_device *cd = NULL;
+        _cleanup_(dlclosep) void *plugin = NULL;
+        const char *plugin_path = NULL, *type = NULL, *pin_path = NULL, *device = NULL, *remove_path = NULL;
+        systemd_v252_tpm2_plugin_params sd_params = { .search_pcr_mask = UINT32_MAX };
+        token_open_pin_fn open_pin;
+        token_buffer_free_fn buffer_free;
+        char pin[256];
+        size_t pin_len = 0;
+        long iterations = 1;
+        int c, r, token;
+
+        while ((c = getopt_long(argc, argv, "", options, NULL)) >= 0)
+                switch (c) {
+                case 'p': plugin_path = optarg; break;
+                case 't': type = optarg; break;
+                case 'P': pin_path = optarg; break;
+                case 'd': device = optarg; break;
+                case 'r': remove_path = optarg; break;
+                case 'n':
+                        iterations = strtol(optarg, NULL, 10);
+                        if (iterations < 1 || iterations > 1000) {
+                                usage();
+                                return 2;
+                        }
+                        break;
+                default:
+                        usage();
+                        return 2;
+                }
+        if (!plugin_path || !type || !pin_path || optind + 1 != argc) {
+                usage();
+                return 2;
+        }
+
+        r = read_pin(pin_path, pin, sizeof pin, &pin_len);
+        if (r < 0) {
+                fprintf(stderr, "bench-token-open: cannot read the PIN file %s: %s\n", pin_path, strerror(-r));
+                return 1;
+        }
+        plugin = dlopen(plugin_path, RTLD_NOW | RTLD_LOCAL);
+        if (!plugin) {
+                fprintf(stderr, "bench-token-open: %s\n", dlerror());
+                return 1;
+        }
+        /* libcryptsetup 2.6 resolves the token ABI with this symbol version. */
+        open_pin = (token_open_pin_fn) dlvsym(plugin, "cryptsetup_token_open_pin", "CRYPTSETUP_TOKEN_1.0");
+        buffer_free = (token_buffer_free_fn) dlvsym(plugin, "cryptsetup_token_buffer_free", "CRYPTSETUP_TOKEN_1.0");
+        if (!open_pin) {
+                fprintf(stderr, "bench-token-open: %s exports no cryptsetup_token_open_pin@CRYPTSETUP_TOKEN_1.0\n",
+                        plugin_path);
+                return 1;
+        }
+
+        r = crypt_init(&cd, argv[optind]);
+        if (r >= 0)
+                r = crypt_load(cd, CRYPT_LUKS2, NULL);
+        if (r < 0) {
+                fprintf(stderr, "bench-token-open: cannot load LUKS2 header of %s: %s\n", argv[optind], strerror(-r));
+                return 1;
+        }
+        token = find_token(cd, type);
+        if (token < 0) {
+                fprintf(stderr, "bench-token-open: no token of type %s in %s\n", type, argv[optind]);
+                return 1;
+        }
+        sd_params.device = device;
+
+        printf("{\"ms\": [");
+        for (long i = 0; i < iterations; i++) {
+                char *buffer = NULL;
+                size_t buffer_len = 0;
+                double t0, t1;
+
+                if (remove_path && unlink(remove_path) < 0 && errno != ENOENT) {
+                        fprintf(stderr, "bench-token-open: cannot remove %s: %m\n", remove_path);
+                        return 1;
+                }
+                t0 = now_ms();
+                r = open_pin(cd, token, pin, pin_len, &buffer, &buffer_len, device ? &sd_params : NULL);
+                t1 = now_ms();
+                if (r < 0) {
+                        fprintf(stderr, "bench-token-open: token %d (%s) did not open: %s\n", token, type, strerror(-r));
+                        explicit_bzero(pin, sizeof pin);
+                        return 1;
+                }
+                /* Outside the timed window: the passphrase must open a keyslot (no activation). */
+                r = crypt_activate_by_passphrase(cd, NULL, CRYPT_ANY_SLOT, buffer, buffer_len, 0);
+                if (buffer_free)
+                        buffer_free(buffer, buffer_len);
+                else {
+                        explicit_bzero(buffer, buffer_len);
+                        free(buffer);
+                }
+                if (r < 0) {
+                        fprintf(stderr, "bench-token-open: the token's passphrase opens no keyslot: %s\n", strerror(-r));
+                        explicit_bzero(pin, sizeof pin);
+                        return 1;
+                }
+                printf("%s%.3f", i ? ", " : "", t1 - t0);
+        }
+        printf("]}\n");
+        explicit_bzero(pin, sizeof pin);
+        return 0;
+}

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The LUKS2 token (attacker-writable header): tg_token_from_string on
+ * arbitrary text. Whatever it accepts must satisfy the documented invariants
+ * (checked here, independently of token.c), survive the writer and parse
+ * back to the same token, and its luksDump lines must format.
+ */
+#include <assert.h>
+
+#include "fuzz.h"
+#include "token.h"
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+        fuzz_silence_logs();
+        return 0;
+}
+
+static void dump_discard(const char *line, void *userdata) {
+        (void) strlen(line);
+}
+
+static int token_equal(const tg_token *a, const tg_token *b) {
+        return a->version == b->version &&
+               a->private_blob.size == b->private_blob.size &&
+               memcmp(a->private_blob.buffer, b->private_blob.buffer, a->private_blob.size) == 0 &&
+               memcmp(&a->public_blob.publicArea, &b->public_blob.publicArea, sizeof a->public_blob.publicArea) == 0 &&
+               a->pcr_bank == b->pcr_bank && a->pcr_mask == b->pcr_mask &&
+               a->policy_hash.size == b->policy_hash.size &&
+               memcmp(a->policy_hash.buffer, b->policy_hash.buffer, a->policy_hash.size) == 0 &&
+               a->pin == b->pin && a->pin_kdf_iterations == b->pin_kdf_iterations &&
+               memcmp(a->pin_salt, b->pin_salt, sizeof a->pin_salt) == 0 &&
+               a->parent_name.size == b->parent_name.size &&
+               memcmp(a->parent_name.name, b->parent_name.name, a->parent_name.size) == 0 &&
+               a->ek_signing_key_name.size == b->ek_signing_key_name.size &&
+               memcmp(a->ek_signing_key_name.name, b->ek_signing_key_name.name, a->ek_signing_key_name.size) == 0 &&
+               a->keyslot == b->keyslot;
+}
+
+/* What docs/token-format.md promises about every accepted token, checked independently of token.c. */
+static void check_invariants(const tg_token *t) {
+        if (t->version != TG_TOKEN_VERSION)
+                abort();
+        if (t->pcr_mask == 0 || (t->pcr_mask >> 24) != 0)      /* PCRs 0..23, at least one */
+                abort();
+        if (t->keyslot < -1 || t->keyslot > 31)                 /* LUKS2 keyslots 0..31, or none */
+                abort();
+        if (t->policy_hash.size != 32)
+                abort();
+        if (t->parent_name.size != 34 || t->parent_name.name[0] != 0x00 || t->parent_name.name[1] != 0x0b)
+                abort();
+        if (t->ek_signing_key_name.size != 0 && t->ek_signing_key_name.size != 34)
+                abort();
+        if (t->pin ? (t->pin_kdf_iterations < TG_PIN_KDF_ITERATIONS_MIN || t->pin_kdf_iterations > TG_PIN_KDF_ITERATIONS_MAX)
+                   : t->pin_kdf_iterations != 0)
+                abort();
+        if (t->private_blob.size == 0 || t->private_blob.size > sizeof t->private_blob.buffer)
+                abort();
+        if ((t->public_blob.publicArea.objectAttributes & TG_SEALED_ATTRIBUTES_REQUIRED) != TG_SEALED_ATTRIBUTES_REQUIRED)
+                abort();
+        if (t->pin && (t->public_blob.publicArea.objectAttributes & TPMA_OBJECT_NODA))
+                abort();                                        /* a PIN-protected object counts towards DA */
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+        char *text = fuzz_strndup(data, size), *again = NULL;
+        tg_token t, u;
+
+        if (!text)
+                return 0;
+        if (tg_token_from_string(text, &t) == 0) {
+                check_invariants(&t);
+                tg_token_dump(&t, dump_discard, NULL);
+                /* Round trip: accepted → written → accepted, unchanged. */
+                if (tg_token_to_string(&t, &again) != 0)
+                        abort();
+                if (tg_token_from_string(again, &u) != 0 || !token_equal(&t, &u))
+                        abort();
+                free(again);
+        }
+        free(text);
+        return 0;
+}

@@ -1,0 +1,347 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: the lifecycle commands (change-pin, rotate, reseal,
+# remove, status, cleanup) against a real swtpm, with the real cryptsetup
+# binary and our plugin for every unlock check. Happy paths and bad input;
+# bad input must leave the image byte for byte unchanged.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup tpm2_pcrextend tpm2_pcrread cryptsetup unshare sha256sum python3
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+
+setup_enrolled() {
+        setup_enrolled_common "$@"
+        printf '5678\n' >"$WORK/pin2"
+        printf '9999\n' >"$WORK/wrong"
+}
+
+token_open() {
+        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img"
+}
+
+# Does the PIN in file $1 unlock the volume through the plugin?
+pin_opens() { token_open <"$1" >/dev/null 2>&1; }
+
+# "! cmd" never trips set -e; this does.
+refute() {
+        if "$@"; then
+                echo "# unexpectedly succeeded: $*" >&2
+                return 1
+        fi
+}
+
+# Exactly one tpmguard token and keyslots for the recovery passphrase and it.
+one_token_two_keyslots() {
+        [ "$(tpmguard_tokens)" = 1 ] || { echo "# $(tpmguard_tokens) tpmguard tokens" >&2; return 1; }
+        [ "$(active_keyslots)" = 2 ] || { echo "# $(active_keyslots) keyslots" >&2; return 1; }
+}
+
+image_sum() { sha256sum "$WORK/disk.img" | cut -d' ' -f1; }
+
+epoch() { cryptsetup luksDump "$WORK/disk.img" | awk '/^Epoch:/ {print $2}'; }
+
+active_keyslots() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2'; }
+
+tpmguard_tokens() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: tpmguard$' || true; }
+
+# A field of `tpmguard status --json`, by a Python expression on the object s.
+status_field() {
+        "$TPMGUARD" status --json "$WORK/disk.img" 2>/dev/null |
+                python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+}
+
+pcr7() {
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrread sha256:7 | awk '/7 *:/ {print tolower($3)}' | sed 's/^0x//'
+}
+
+test_case change_pin_replaces_token_in_one_write
+change_pin_replaces_token_in_one_write() {
+        setup_enrolled
+        local e0
+        e0=$(epoch)
+        expect_exit 0 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+        expect_in "Changed the PIN of token 0 (keyslot 1)" "$OUT"
+        # One header commit: the token was replaced atomically, never absent and never doubled.
+        [ "$(epoch)" = $((e0 + 1)) ] || { echo "# epoch $e0 -> $(epoch), expected one write" >&2; return 1; }
+        pin_opens "$WORK/pin2"
+        refute pin_opens "$WORK/pin"
+        one_token_two_keyslots
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case change_pin_reads_both_pins_from_stdin
+change_pin_reads_both_pins_from_stdin() {
+        setup_enrolled
+        printf '1234\n5678\n' >"$WORK/both"
+        expect_exit 0 "$TPMGUARD" change-pin --pin-file - --new-pin-file - "$WORK/disk.img" <"$WORK/both"
+        pin_opens "$WORK/pin2"
+}
+
+test_case change_pin_wrong_current_pin_changes_nothing
+change_pin_wrong_current_pin_changes_nothing() {
+        setup_enrolled
+        local before
+        before=$(image_sum)
+        expect_exit 12 "$TPMGUARD" change-pin --pin-file "$WORK/wrong" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+        expect_in "Wrong PIN" "$ERR"
+        expect_in "nothing was changed" "$ERR"
+        [ "$(image_sum)" = "$before" ]
+        pin_opens "$WORK/pin"
+}
+
+test_case rotate_moves_token_to_new_keyslot
+rotate_moves_token_to_new_keyslot() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "keyslot 2 replaces keyslot 1" "$OUT"
+        cryptsetup luksDump "$WORK/disk.img" >"$WORK/dump"
+        refute grep -q '^  1: luks2' "$WORK/dump"
+        grep -q '^  2: luks2' "$WORK/dump"
+        one_token_two_keyslots
+        refute grep -q tpmguard-pending "$WORK/dump"
+        pin_opens "$WORK/pin"
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case reseal_after_pcr_change_needs_recovery_passphrase
+reseal_after_pcr_change_needs_recovery_passphrase() {
+        setup_enrolled
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                7:sha256=0000000000000000000000000000000000000000000000000000000000000001
+        refute pin_opens "$WORK/pin"
+        [ "$(status_field 's["tokens"][0]["pcr_policy"]')" = not-satisfied ]
+        local before
+        before=$(image_sum)
+        expect_exit 14 "$TPMGUARD" reseal --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "--unlock-key-file" "$ERR"
+        [ "$(image_sum)" = "$before" ]
+        printf 'wrong passphrase' >"$WORK/bad.key"
+        expect_exit 12 "$TPMGUARD" reseal --pin-file "$WORK/pin" --unlock-key-file "$WORK/bad.key" "$WORK/disk.img"
+        [ "$(image_sum)" = "$before" ]
+        expect_exit 0 "$TPMGUARD" reseal --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "new keyslot" "$OUT"
+        pin_opens "$WORK/pin"
+        [ "$(status_field 's["tokens"][0]["pcr_policy"]')" = satisfied ]
+        one_token_two_keyslots
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case reseal_by_unseal_changes_pcr_list
+reseal_by_unseal_changes_pcr_list() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" reseal --pcrs 7,8 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "Resealed token 0 (keyslot 1)" "$OUT"
+        [ "$(status_field 's["tokens"][0]["pcrs"]')" = "[7, 8]" ]
+        pin_opens "$WORK/pin"
+        # Now PCR 8 matters.
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                8:sha256=0000000000000000000000000000000000000000000000000000000000000002
+        refute pin_opens "$WORK/pin"
+}
+
+test_case reseal_to_given_future_pcr_value
+reseal_to_given_future_pcr_value() {
+        setup_enrolled
+        local digest=00000000000000000000000000000000000000000000000000000000000000ab future
+        # What PCR 7 will be after extending it with digest: SHA-256(old || digest).
+        future=$(python3 -c "import hashlib,sys; print(hashlib.sha256(bytes.fromhex(sys.argv[1]) + bytes.fromhex(sys.argv[2])).hexdigest())" \
+                "$(pcr7)" "$digest")
+        expect_exit 0 "$TPMGUARD" reseal --pcr "7=sha256:$future" --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "cannot be test-unsealed" "$ERR"
+        refute pin_opens "$WORK/pin"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "7:sha256=$digest"
+        pin_opens "$WORK/pin"
+}
+
+test_case reseal_rejects_wrong_bank_and_length
+reseal_rejects_wrong_bank_and_length() {
+        setup_enrolled
+        local before
+        before=$(image_sum)
+        expect_exit 2 "$TPMGUARD" reseal --pcr 7=sha1:0000000000000000000000000000000000000000 \
+                --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "bank" "$ERR"
+        expect_exit 2 "$TPMGUARD" reseal --pcr 7=sha256:abcd --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "32 bytes" "$ERR"
+        expect_exit 2 "$TPMGUARD" reseal --pcr "9=sha256:$(printf '%064d' 0)" --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" reseal --pcrs 7,99 --pin-file "$WORK/pin" "$WORK/disk.img"
+        [ "$(image_sum)" = "$before" ]
+        pin_opens "$WORK/pin"
+}
+
+test_case remove_token_and_keyslot
+remove_token_and_keyslot() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" remove "$WORK/disk.img"
+        expect_in "Removed token 0 and keyslot 1" "$OUT"
+        [ "$(tpmguard_tokens)" = 0 ]
+        [ "$(active_keyslots)" = 1 ]
+        recovery_opens "$WORK/disk.img"
+        expect_exit 17 "$TPMGUARD" remove "$WORK/disk.img"
+        expect_in "no tpmguard token" "$ERR"
+}
+
+test_case remove_refuses_last_keyslot
+remove_refuses_last_keyslot() {
+        setup_enrolled
+        cryptsetup luksKillSlot --batch-mode "$WORK/disk.img" 0
+        local before
+        before=$(image_sum)
+        expect_exit 2 "$TPMGUARD" remove "$WORK/disk.img"
+        expect_in "last keyslot" "$ERR"
+        [ "$(image_sum)" = "$before" ]
+        pin_opens "$WORK/pin"
+}
+
+test_case two_tokens_need_token_option
+two_tokens_need_token_option() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin2" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        local before cmd
+        before=$(image_sum)
+        for cmd in rotate remove reseal change-pin; do
+                expect_exit 2 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                expect_in "2 tpmguard tokens: token 0 (keyslot 1), token 1 (keyslot 2)" "$ERR"
+                expect_in "--token" "$ERR"
+        done
+        [ "$(image_sum)" = "$before" ]
+        expect_exit 0 "$TPMGUARD" rotate --token 1 --pin-file "$WORK/pin2" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" remove --token 0 "$WORK/disk.img"
+        [ "$(tpmguard_tokens)" = 1 ]
+        pin_opens "$WORK/pin2"
+        expect_exit 17 "$TPMGUARD" remove --token 0 "$WORK/disk.img"
+}
+
+test_case bad_devices_change_nothing
+bad_devices_change_nothing() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        printf '1234\n' >"$WORK/pin"
+        local cmd
+        for cmd in change-pin rotate reseal remove status cleanup; do
+                expect_exit 17 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/nonexistent.img"
+        done
+        head -c 20M /dev/zero >"$WORK/plain.img"
+        for cmd in change-pin rotate reseal remove status cleanup; do
+                expect_exit 2 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/plain.img"
+                expect_in "not a LUKS2 volume" "$ERR"
+        done
+        [ "$(sha256sum <"$WORK/plain.img" | cut -d' ' -f1)" = "$(head -c 20M /dev/zero | sha256sum | cut -d' ' -f1)" ]
+        make_luks "$WORK/disk.img"
+        local before
+        before=$(image_sum)
+        for cmd in change-pin rotate reseal remove; do
+                expect_exit 17 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/disk.img"
+                expect_in "no tpmguard token" "$ERR"
+        done
+        [ "$(image_sum)" = "$before" ]
+        expect_exit 2 "$TPMGUARD" rotate "$WORK/disk.img" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" rotate --token 40 "$WORK/disk.img"
+}
+
+test_case unprovisioned_changes_nothing
+unprovisioned_changes_nothing() {
+        setup_enrolled
+        rm "$WORK/state/ek-signing-key.json"
+        local before cmd
+        before=$(image_sum)
+        for cmd in change-pin rotate reseal; do
+                expect_exit 4 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                expect_in "provision" "$ERR"
+        done
+        [ "$(image_sum)" = "$before" ]
+        expect_exit 0 "$TPMGUARD" status --json "$WORK/disk.img"
+        [ "$(status_field 's["tpm"]["provisioned"]')" = False ]
+        [ "$(status_field 's["tpm"]["verification"]')" = not-provisioned ]
+        [ "$(status_field 's["tokens"][0]["pcr_policy"]')" = unknown ]
+}
+
+test_case locked_out_tpm_changes_nothing
+locked_out_tpm_changes_nothing() {
+        setup_enrolled --strict-da
+        local before rc cmd
+        before=$(image_sum)
+        for _ in 1 2 3; do
+                rc=0
+                "$TPMGUARD" change-pin --pin-file "$WORK/wrong" --new-pin-file "$WORK/pin2" "$WORK/disk.img" \
+                        2>/dev/null || rc=$?
+                [ "$rc" = 12 ] || [ "$rc" = 13 ]
+        done
+        [ "$(status_field 's["tpm"]["dictionary_attack"]["in_lockout"]')" = True ]
+        for cmd in change-pin rotate reseal; do
+                expect_exit 13 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                expect_in "lockout" "$ERR"
+                expect_in "nothing was changed" "$ERR"
+        done
+        [ "$(image_sum)" = "$before" ]
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "IN LOCKOUT" "$OUT"
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case status_reports_policy_pin_tpm_state
+status_reports_policy_pin_tpm_state() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "token 0: keyslot 1, sha256 PCRs 7, PIN, current PCR values: satisfied" "$OUT"
+        expect_in "keyslots: 0(passphrase) 1(token)" "$OUT"
+        expect_in "verification: verified, kernel null_name: present" "$OUT"
+        expect_in "DA: not locked out" "$OUT"
+        [ "$(status_field 's["tokens"][0]["pin"]')" = True ]
+        [ "$(status_field 's["tpm"]["dictionary_attack"]["max_failures"]')" = 1000 ]
+        [ "$(status_field 's["cleanup_needed"]')" = False ]
+        # Without the kernel's null_name (and the policy allowing that) status says so.
+        rm "$WORK/null_name"
+        write_config if-available
+        [ "$(status_field 's["tpm"]["kernel_null_name"]')" = absent ]
+        [ "$(status_field 's["tpm"]["verification"]')" = verified ]
+        write_config required
+        [ "$(status_field 's["tpm"]["verification"]')" = no-null-name ]
+}
+
+# A crash between "keyslot added" and "marker bound", recreated by hand with
+# cryptsetup alone, so that recognising and cleaning up an orphan is tested in
+# every build (the fault-injection test covers every other crash point).
+test_case status_and_cleanup_find_orphan_keyslot
+status_and_cleanup_find_orphan_keyslot() {
+        setup_enrolled
+        head -c 32 /dev/urandom | base64 | tr -d '\n' >"$WORK/orphan.key"
+        printf '{"type":"tpmguard-pending","keyslots":[],"version":1,"operation":"rotate","token":0,"old_keyslot":1,"new_keyslot":2}' \
+                >"$WORK/marker.json"
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --hash sha512 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/orphan.key"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "interrupted rotate (marker token 1)" "$OUT"
+        expect_in "orphan keyslot 2 (new keyslot of an interrupted operation)" "$OUT"
+        expect_in "clean up with: tpmguard cleanup $WORK/disk.img" "$OUT"
+        [ "$(status_field 's["orphans"][0]["cleanup"]')" = "tpmguard cleanup $WORK/disk.img" ]
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        expect_in "2 repairs" "$OUT"
+        one_token_two_keyslots
+        [ "$(status_field 's["cleanup_needed"]')" = False ]
+        pin_opens "$WORK/pin"
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        expect_in "Nothing to clean up" "$OUT"
+}
+
+# A keyslot named by an unbound marker that tpmguard did not create (another
+# PBKDF) is never destroyed: the marker goes, the keyslot stays.
+test_case cleanup_keeps_foreign_keyslot
+cleanup_keeps_foreign_keyslot() {
+        setup_enrolled
+        printf 'second passphrase' >"$WORK/second.key"
+        printf '{"type":"tpmguard-pending","keyslots":[],"version":1,"operation":"rotate","token":0,"old_keyslot":1,"new_keyslot":2}' \
+                >"$WORK/marker.json"
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/second.key"
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        expect_in "Keeping keyslot 2" "$ERR"
+        cryptsetup open --test-passphrase --key-file "$WORK/second.key" "$WORK/disk.img"
+        refute grep -q tpmguard-pending <(cryptsetup luksDump "$WORK/disk.img")
+        pin_opens "$WORK/pin"
+}
+
+run_cases

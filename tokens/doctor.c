@@ -1,0 +1,1080 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tpmguard doctor (see doctor.h). Each check runs with a log sink that
+ * captures what the core says while checking (warnings and errors) into the
+ * check's detail, so the report is the one place the user reads, and the
+ * core's messages (which name the cause) are not lost. Security alerts still
+ * reach the journal through log_alert_rc.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <tss2/tss2_rc.h>
+
+#include "doctor.h"
+#include "ek.h"
+#include "error.h"
+#include "log.h"
+#include "luks.h"
+#include "nullname.h"
+#include "pinned.h"
+#include "policy.h"
+#include "seal.h"
+#include "tpm.h"
+#include "util.h"
+
+#define DOCTOR_LISTING_MAX (32u * 1024u * 1024u)
+#define DOCTOR_DETAIL_MAX 4096u
+#define DOCTOR_CRYPTTAB_MAX (256u * 1024u)
+
+/* ---- Error severity: which problem's exit code the whole run returns. ---- */
+
+/* Most severe first. An unsafe TPM outranks a broken one, which outranks a broken volume. */
+static const tg_err severity_order[] = {
+        TG_ERR_INTERPOSER,
+        TG_ERR_EK_PROOF,
+        TG_ERR_EK_CERT,
+        TG_ERR_TPM_UNREACHABLE,   /* before the rest: nothing else can be fixed without a TPM */
+        TG_ERR_NO_NULL_NAME,
+        TG_ERR_NOT_PROVISIONED,
+        TG_ERR_LOCKOUT,
+        TG_ERR_AUTH_NEEDED,
+        TG_ERR_TPM,
+        TG_ERR_PCR_MISMATCH,
+        TG_ERR_TOKEN,
+        TG_ERR_CONFIG,
+        TG_ERR_INVALID,
+        TG_ERR_CRYPTSETUP,
+        TG_ERR_NOT_FOUND,
+        TG_ERR_PIN_NEEDED,
+        TG_ERR_BAD_PIN,
+        TG_ERR_CANCELLED,
+        TG_ERR_IO,
+        TG_ERR_NOMEM,
+};
+
+static size_t severity_rank(int r) {
+        for (size_t i = 0; i < ELEMENTSOF(severity_order); i++)
+                if ((int) severity_order[i] == -r)
+                        return i;
+        return ELEMENTSOF(severity_order);
+}
+
+bool tg_err_more_severe(int a, int b) {
+        if (a >= 0)
+                return false;
+        if (b >= 0)
+                return true;
+        return severity_rank(a) < severity_rank(b);
+}
+
+const char *tg_doctor_status_to_string(tg_doctor_status s) {
+        switch (s) {
+        case TG_DOCTOR_OK: return "ok";
+        case TG_DOCTOR_SKIPPED: return "skipped";
+        case TG_DOCTOR_WARNING: return "warning";
+        case TG_DOCTOR_PROBLEM: return "problem";
+        }
+        return "unknown";
+}
+
+/* ---- The report. ---- */
+
+static void check_done(tg_doctor_check *c) {
+        free(c->subject);
+        free(c->summary);
+        free(c->detail);
+        free(c->next_step);
+}
+
+void tg_doctor_report_free(tg_doctor_report *r) {
+        if (!r)
+                return;
+        for (size_t i = 0; i < r->n_checks; i++)
+                check_done(&r->checks[i]);
+        free(r->checks);
+        free(r->config_path);
+        free(r);
+}
+
+int tg_doctor_report_worst(const tg_doctor_report *r) {
+        int worst = 0;
+
+        for (size_t i = 0; i < r->n_checks; i++)
+                if (r->checks[i].status == TG_DOCTOR_PROBLEM && tg_err_more_severe(r->checks[i].error, worst))
+                        worst = r->checks[i].error;
+        return worst;
+}
+
+/* The capture sink: warnings and errors into a buffer; the rest to stderr as usual. */
+typedef struct capture {
+        char buf[DOCTOR_DETAIL_MAX];
+        size_t len;
+} capture;
+
+static void capture_sink(int level, const char *message, void *userdata) {
+        capture *c = userdata;
+        int n;
+
+        if (level > LOG_WARNING) {
+                fprintf(stderr, "tpmguard: %s\n", message);
+                return;
+        }
+        if (c->len >= sizeof c->buf - 1)
+                return;
+        n = snprintf(c->buf + c->len, sizeof c->buf - c->len, "%s%s", c->len ? " " : "", message);
+        if (n > 0)
+                c->len += (size_t) n < sizeof c->buf - c->len ? (size_t) n : sizeof c->buf - c->len - 1;
+}
+
+typedef struct doctor {
+        const tg_config *config;
+        const tg_doctor_options *options;
+        tg_doctor_report *report;
+        capture cap;
+        bool oom;
+        /* What later checks need from earlier ones. */
+        bool tpm_reachable;
+        bool provisioned;
+        tg_pinned_key pinned;
+        tg_verified_tpm *vtpm;
+} doctor;
+
+static void capture_begin(doctor *d) {
+        d->cap.len = 0;
+        d->cap.buf[0] = '\0';
+        tg_log_set_sink(capture_sink, &d->cap);
+}
+
+static void capture_end(void) {
+        tg_log_set_sink(NULL, NULL);
+}
+
+static char *vformat(doctor *d, const char *format, va_list ap) _printf_(2, 0);
+static char *vformat(doctor *d, const char *format, va_list ap) {
+        char *s = NULL;
+
+        if (!format)
+                return NULL;
+        if (vasprintf(&s, format, ap) < 0) {
+                d->oom = true;
+                return NULL;
+        }
+        return s;
+}
+
+/*
+ * Adds a check. summary and next_step are printf formats; next_step's
+ * arguments follow summary's. The captured log becomes the detail.
+ */
+static tg_doctor_check *add_check(doctor *d, const char *id, const char *subject, tg_doctor_status status,
+                                  int error, const char *summary, ...) _printf_(6, 7);
+static tg_doctor_check *add_check(doctor *d, const char *id, const char *subject, tg_doctor_status status,
+                                  int error, const char *summary, ...) {
+        tg_doctor_report *r = d->report;
+        tg_doctor_check *checks, *c;
+        va_list ap;
+
+        checks = reallocarray(r->checks, r->n_checks + 1, sizeof *checks);
+        if (!checks) {
+                d->oom = true;
+                return NULL;
+        }
+        r->checks = checks;
+        c = &r->checks[r->n_checks++];
+        *c = (tg_doctor_check) { .id = id, .status = status, .error = status == TG_DOCTOR_PROBLEM ? error : 0 };
+        if (subject && !(c->subject = strdup(subject)))
+                d->oom = true;
+        va_start(ap, summary);
+        c->summary = vformat(d, summary, ap);
+        va_end(ap);
+        if (d->cap.len > 0 && !(c->detail = strdup(d->cap.buf)))
+                d->oom = true;
+        d->cap.len = 0;
+        d->cap.buf[0] = '\0';
+        return c;
+}
+
+static void set_next(doctor *d, tg_doctor_check *c, const char *format, ...) _printf_(3, 4);
+static void set_next(doctor *d, tg_doctor_check *c, const char *format, ...) {
+        va_list ap;
+
+        if (!c)
+                return;
+        free(c->next_step);
+        va_start(ap, format);
+        c->next_step = vformat(d, format, ap);
+        va_end(ap);
+}
+
+/* The next step for an error class, where it does not depend on which check found it. */
+static void set_next_for_error(doctor *d, tg_doctor_check *c, int r) {
+        const char *conf = d->config->path;
+
+        switch (-r) {
+        case TG_ERR_INTERPOSER:
+                set_next(d, c, "Do not enter the PIN and do not unlock with the TPM on this boot: unlock with the "
+                         "recovery passphrase. If the TPM was reset on purpose (firmware update, suspend failure), "
+                         "reboot and run 'tpmguard doctor' again; if this persists, inspect the machine for hardware "
+                         "on the TPM bus. If the TPM was replaced or cleared on purpose, run 'tpmguard provision' again.");
+                break;
+        case TG_ERR_NO_NULL_NAME:
+                set_next(d, c, "Boot a kernel >= 6.10 built with CONFIG_TCG_TPM2_HMAC=y, or set "
+                         "'kernel_null_name = if-available' in %s to accept that a TPM reset during boot "
+                         "cannot be detected.", conf);
+                break;
+        case TG_ERR_NOT_PROVISIONED:
+                set_next(d, c, "Run 'tpmguard provision' on a system you trust (it needs the TPM manufacturer's CA "
+                         "certificates: set ek_ca in %s or give --ek-ca), then rebuild the initrd.", conf);
+                break;
+        case TG_ERR_TPM_UNREACHABLE:
+                set_next(d, c, "Check that the TPM is enabled in the firmware setup and that its device exists "
+                         "(ls /dev/tpm*; the tpm_tis or tpm_crb driver is loaded), or fix 'tcti' in %s.", conf);
+                break;
+        case TG_ERR_AUTH_NEEDED:
+                set_next(d, c, "The endorsement hierarchy has a password: give it with --endorsement-auth-file F "
+                         "('-' for stdin).");
+                break;
+        case TG_ERR_LOCKOUT:
+                set_next(d, c, "Wait for the TPM to leave lockout (see the recovery time above) or unlock with the "
+                         "recovery passphrase. Do not keep guessing the PIN: each try extends the lockout.");
+                break;
+        case TG_ERR_EK_CERT:
+        case TG_ERR_EK_PROOF:
+                set_next(d, c, "Make sure ek_ca in %s holds the TPM manufacturer's root and intermediate CA "
+                         "certificates. If the TPM or its certificate changed, run 'tpmguard provision' again on "
+                         "a system you trust; an unexplained change means the TPM is not the one provisioned.", conf);
+                break;
+        case TG_ERR_INVALID:
+        case TG_ERR_CONFIG:
+                set_next(d, c, "Correct the input named above and run 'tpmguard doctor' again.");
+                break;
+        default:
+                set_next(d, c, "See the detail above; 'tpmguard -v doctor' shows more.");
+                break;
+        }
+}
+
+/* ---- Checks. ---- */
+
+static void check_config(doctor *d) {
+        char pcrs[96];
+
+        tg_pcr_list_format(d->config->pcr_mask, pcrs, sizeof pcrs);
+        add_check(d, "config", d->config->path, TG_DOCTOR_OK, 0,
+                  "kernel_null_name = %s, tcti = %s, state_dir = %s, ek_ca = %s, defaults %s PCRs %s.",
+                  tg_null_name_policy_to_string(d->config->kernel_null_name), d->config->tcti,
+                  d->config->state_dir, d->config->ek_ca ?: "(not set)",
+                  tg_pcr_bank_to_string(d->config->pcr_bank), pcrs[0] ? pcrs : "(none)");
+}
+
+/* "CONFIG_TCG_TPM2_HMAC=y", "not set" or NULL, from /boot/config-$(uname -r). */
+static const char *kernel_hmac_config(const char *release, char *path, size_t path_size) {
+        _cleanup_fclose_ FILE *f = NULL;
+        char line[256];
+
+        snprintf(path, path_size, "/boot/config-%s", release);
+        f = fopen(path, "re");
+        if (!f)
+                return NULL;
+        while (fgets(line, sizeof line, f)) {
+                if (strncmp(line, "CONFIG_TCG_TPM2_HMAC=y", 22) == 0)
+                        return "set";
+                if (strncmp(line, "# CONFIG_TCG_TPM2_HMAC is not set", 33) == 0)
+                        return "not set";
+        }
+        return "absent (kernel older than 6.10)";
+}
+
+static void check_kernel(doctor *d) {
+        const char *path = d->options->null_name_path ?: d->config->null_name_path;
+        char config_path[320], note[512] = "";
+        struct utsname u;
+        TPM2B_NAME name;
+        tg_doctor_check *c;
+        int r;
+
+        if (uname(&u) == 0) {
+                const char *hmac = kernel_hmac_config(u.release, config_path, sizeof config_path);
+                if (hmac)
+                        snprintf(note, sizeof note, " Kernel %s: CONFIG_TCG_TPM2_HMAC %s (%s).", u.release, hmac,
+                                 config_path);
+                else
+                        snprintf(note, sizeof note, " Kernel %s.", u.release);
+        }
+
+        capture_begin(d);
+        r = tg_null_name_read(path, d->config->tcti, &name);
+        capture_end();
+        if (r >= 0) {
+                add_check(d, "kernel", path, TG_DOCTOR_OK, 0,
+                          "The kernel exports the TPM null_name: a TPM reset after boot is detectable.%s", note);
+                return;
+        }
+        if (r == -TG_ERR_NOT_FOUND) {
+                if (d->config->kernel_null_name == TG_NULL_NAME_REQUIRED) {
+                        c = add_check(d, "kernel", path, TG_DOCTOR_PROBLEM, -TG_ERR_NO_NULL_NAME,
+                                      "The kernel exports no TPM null_name and kernel_null_name = required: "
+                                      "tpmguard refuses to use the TPM.%s", note);
+                        set_next_for_error(d, c, -TG_ERR_NO_NULL_NAME);
+                } else {
+                        c = add_check(d, "kernel", path, TG_DOCTOR_WARNING, 0,
+                                      "The kernel exports no TPM null_name (kernel_null_name = if-available): every "
+                                      "transaction is still certified, but a TPM reset during boot (to replay PCR "
+                                      "values) cannot be detected.%s", note);
+                        set_next(d, c, "For reset detection, boot a kernel >= 6.10 built with "
+                                 "CONFIG_TCG_TPM2_HMAC=y and set kernel_null_name = required.");
+                }
+                return;
+        }
+        c = add_check(d, "kernel", path, TG_DOCTOR_PROBLEM, r == -TG_ERR_NOMEM ? r : -TG_ERR_INVALID,
+                      "The kernel's null_name cannot be read or is malformed: tpmguard refuses to use the TPM.%s",
+                      note);
+        set_next(d, c, "Check the file named above (it must hold 68 lowercase hex digits); if null_name_path "
+                 "is set in %s, correct or remove it.", d->config->path);
+}
+
+/* Manufacturer as four ASCII characters, and firmware version. */
+static void tpm_identity(ESYS_CONTEXT *esys, char *buf, size_t size) {
+        TPMS_CAPABILITY_DATA *cap = NULL;
+        TPMI_YES_NO more;
+        uint32_t manufacturer = 0, fw1 = 0;
+        TSS2_RC rc;
+
+        snprintf(buf, size, "(identity unknown)");
+        rc = Esys_GetCapability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
+                                TPM2_PT_MANUFACTURER, 3, &more, &cap);
+        if (rc != TSS2_RC_SUCCESS)
+                return;
+        for (UINT32 i = 0; i < cap->data.tpmProperties.count; i++) {
+                const TPMS_TAGGED_PROPERTY *p = &cap->data.tpmProperties.tpmProperty[i];
+                if (p->property == TPM2_PT_MANUFACTURER)
+                        manufacturer = p->value;
+                else if (p->property == TPM2_PT_FIRMWARE_VERSION_1)
+                        fw1 = p->value;
+        }
+        Esys_Free(cap);
+        char m[5];
+        for (int i = 0; i < 4; i++) {
+                unsigned char ch = (unsigned char) (manufacturer >> (24 - 8 * i));
+                m[i] = ch >= 0x20 && ch < 0x7f ? (char) ch : ' ';
+        }
+        m[4] = '\0';
+        snprintf(buf, size, "manufacturer \"%s\", firmware %u.%u", m, fw1 >> 16, fw1 & 0xffff);
+}
+
+static void check_da(doctor *d, tg_tpm *tpm) {
+        tg_da_state da;
+        tg_doctor_check *c;
+        int r;
+
+        capture_begin(d);
+        r = tg_tpm_da_state(tpm->esys, &da);
+        capture_end();
+        if (r < 0) {
+                c = add_check(d, "da-lockout", NULL, TG_DOCTOR_PROBLEM, r,
+                              "The TPM did not report its dictionary-attack state.");
+                set_next_for_error(d, c, r);
+                return;
+        }
+        if (da.in_lockout) {
+                c = add_check(d, "da-lockout", NULL, TG_DOCTOR_PROBLEM, -TG_ERR_LOCKOUT,
+                              "The TPM is in dictionary-attack lockout (%u of %u failed authorizations): it refuses "
+                              "every PIN. One failure is forgiven every %u s; a lockout-hierarchy reset waits %u s.",
+                              da.failures, da.max_failures, da.recovery_seconds, da.lockout_recovery_seconds);
+                set_next_for_error(d, c, -TG_ERR_LOCKOUT);
+                return;
+        }
+        if (da.failures > 0) {
+                c = add_check(d, "da-lockout", NULL, TG_DOCTOR_WARNING, 0,
+                              "%u of %u failed authorizations are counted; at %u the TPM locks out. One failure is "
+                              "forgiven every %u s.", da.failures, da.max_failures, da.max_failures,
+                              da.recovery_seconds);
+                set_next(d, c, "None if the failures were your own mistyped PINs; otherwise someone is guessing "
+                         "PINs on this machine.");
+                return;
+        }
+        add_check(d, "da-lockout", NULL, TG_DOCTOR_OK, 0,
+                  "No failed authorizations counted (lockout after %u; one forgiven every %u s).",
+                  da.max_failures, da.recovery_seconds);
+}
+
+static void check_provisioning(doctor *d) {
+        _cleanup_free_ char *name_hex = NULL, *path = NULL;
+        tg_doctor_check *c;
+        int r;
+
+        if (tg_asprintf(&path, "%s/%s", d->config->state_dir, TG_PINNED_FILE_NAME) < 0) {
+                d->oom = true;
+                return;
+        }
+        capture_begin(d);
+        r = tg_pinned_key_load(d->config->state_dir, &d->pinned);
+        capture_end();
+        if (r < 0) {
+                if (r != -TG_ERR_NOMEM)
+                        r = -TG_ERR_NOT_PROVISIONED;
+                c = add_check(d, "provisioning", path, TG_DOCTOR_PROBLEM, r,
+                              "No usable pinned EK signing key: this machine is not provisioned, so tpmguard cannot "
+                              "verify the TPM and will not use it.");
+                set_next_for_error(d, c, r);
+                return;
+        }
+        d->provisioned = true;
+        if (tg_hex_encode(d->pinned.name.name, d->pinned.name.size, &name_hex) < 0) {
+                d->oom = true;
+                return;
+        }
+        add_check(d, "provisioning", path, TG_DOCTOR_OK, 0,
+                  "EK signing key %s pinned %s, proven against the %s EK certificate (issuer %s).",
+                  name_hex, d->pinned.provisioned_at[0] ? d->pinned.provisioned_at : "(time unknown)",
+                  d->pinned.ek_template[0] ? d->pinned.ek_template : "(unknown)",
+                  d->pinned.ek_cert_issuer[0] ? d->pinned.ek_cert_issuer : "(unknown)");
+}
+
+static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
+        _cleanup_(X509_freep) X509 *cert = NULL;
+        _cleanup_free_ char *hex = NULL;
+        unsigned char *der = NULL;
+        uint8_t digest[32];
+        unsigned int digest_len = 0;
+        tg_doctor_check *c;
+        char nv[16];
+        int len, r;
+
+        if (!d->provisioned) {
+                add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0, "Not checked: not provisioned.");
+                return;
+        }
+        if (d->pinned.ek_nv_index == 0) {
+                add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0,
+                          "Not re-checked: the EK certificate was given as a file at provisioning, not read from "
+                          "the TPM.");
+                return;
+        }
+        snprintf(nv, sizeof nv, "NV 0x%08x", d->pinned.ek_nv_index);
+        if (!d->config->ek_ca) {
+                c = add_check(d, "ek-certificate", nv, TG_DOCTOR_SKIPPED, 0,
+                              "Not re-checked: no ek_ca is configured (the chain was verified at provisioning).");
+                set_next(d, c, "To have doctor re-check the chain, set ek_ca in %s.", d->config->path);
+                return;
+        }
+
+        capture_begin(d);
+        r = tg_ek_cert_read_nv(tpm, d->pinned.ek_nv_index, &cert);
+        if (r >= 0) {
+                len = i2d_X509(cert, &der);
+                if (len <= 0 || EVP_Digest(der, (size_t) len, digest, &digest_len, EVP_sha256(), NULL) != 1)
+                        r = log_error_rc(-TG_ERR_EK_CERT, "The EK certificate cannot be re-encoded.");
+                OPENSSL_free(der);
+        }
+        if (r >= 0 && tg_hex_encode(digest, digest_len, &hex) < 0)
+                r = -TG_ERR_NOMEM;
+        if (r >= 0 && strcasecmp(hex, d->pinned.ek_cert_sha256) != 0)
+                r = log_error_rc(-TG_ERR_EK_CERT,
+                                 "The EK certificate in the TPM (SHA-256 %s) is not the one proven at provisioning "
+                                 "(%s).", hex, d->pinned.ek_cert_sha256);
+        if (r >= 0) {
+                _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
+                r = tg_ek_trust_load(d->config->ek_ca, NULL, &trust);
+                if (r >= 0)
+                        r = tg_ek_cert_verify(trust, cert);
+        }
+        capture_end();
+        if (r < 0) {
+                if (r != -TG_ERR_NOMEM && r != -TG_ERR_TPM_UNREACHABLE)
+                        r = -TG_ERR_EK_CERT;
+                c = add_check(d, "ek-certificate", nv, TG_DOCTOR_PROBLEM, r,
+                              "The EK certificate does not check out against %s.", d->config->ek_ca);
+                set_next_for_error(d, c, r);
+                return;
+        }
+        add_check(d, "ek-certificate", nv, TG_DOCTOR_OK, 0,
+                  "The EK certificate is the one proven at provisioning and chains to %s.", d->config->ek_ca);
+}
+
+static void check_tpm(doctor *d) {
+        _cleanup_tpm_ tg_tpm *tpm = NULL;
+        TPMS_CAPABILITY_DATA *cap = NULL;
+        TPMI_YES_NO more;
+        tg_doctor_check *c;
+        char identity[96];
+        TSS2_RC rc;
+        int r;
+
+        capture_begin(d);
+        r = tg_tpm_open(d->config->tcti, &tpm);
+        if (r >= 0) {
+                /* Esys_Initialize alone does not talk to the TPM: ask it something. */
+                rc = Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                        TPM2_CAP_TPM_PROPERTIES, TPM2_PT_FAMILY_INDICATOR, 1, &more, &cap);
+                if (rc != TSS2_RC_SUCCESS)
+                        r = tg_tpm_rc(rc, "GetCapability");
+                Esys_Free(cap);
+        }
+        capture_end();
+        if (r < 0) {
+                c = add_check(d, "tpm", d->config->tcti, TG_DOCTOR_PROBLEM, r, "The TPM does not answer.");
+                set_next_for_error(d, c, r);
+                check_provisioning(d);
+                return;
+        }
+        d->tpm_reachable = true;
+        tpm_identity(tpm->esys, identity, sizeof identity);
+        add_check(d, "tpm", d->config->tcti, TG_DOCTOR_OK, 0, "A TPM 2.0 answers: %s.", identity);
+
+        check_da(d, tpm);
+        check_provisioning(d);
+        check_ek_certificate(d, tpm);
+        /* tpm is closed here: verification opens its own connection (an emulator takes one at a time). */
+}
+
+static void check_verification(doctor *d) {
+        tg_verify_options o = {
+                .null_name_path = d->options->null_name_path,
+                .endorsement_auth = d->options->endorsement_auth,
+        };
+        tg_verify_report rep = {};
+        tg_doctor_check *c;
+        int r;
+
+        if (!d->tpm_reachable || !d->provisioned) {
+                add_check(d, "verification", NULL, TG_DOCTOR_SKIPPED, 0,
+                          "Not run: %s. Fix that first.",
+                          !d->tpm_reachable ? "the TPM does not answer" : "not provisioned");
+                return;
+        }
+        tg_progress("Verifying the TPM (certifying its NULL key with the pinned EK signing key)...");
+        capture_begin(d);
+        r = tg_verify(d->config, &o, &rep, &d->vtpm);
+        capture_end();
+        tg_progress_done();
+        if (r < 0) {
+                c = add_check(d, "verification", NULL, TG_DOCTOR_PROBLEM, r,
+                              "Verification failed: %s. No secret is sent to this TPM.", tg_err_str(r));
+                set_next_for_error(d, c, r);
+                return;
+        }
+        add_check(d, "verification", NULL, rep.kernel_null_name_present ? TG_DOCTOR_OK : TG_DOCTOR_WARNING, 0,
+                  "TPM verified: its NULL key %s by the pinned EK signing key (TPM resets since manufacture: "
+                  "%u).",
+                  rep.kernel_null_name_present ? "equals the kernel's null_name and is certified"
+                                               : "is certified (no kernel null_name: a reset during boot would "
+                                                 "go unnoticed)",
+                  rep.reset_count);
+}
+
+/* ---- Volumes. ---- */
+
+void tg_strv_free(char **v, size_t n) {
+        if (!v)
+                return;
+        for (size_t i = 0; i < n; i++)
+                free(v[i]);
+        free(v);
+}
+
+static int crypttab_device_path(const char *spec, char **ret) {
+        static const struct {
+                const char *prefix;
+                const char *dir;
+        } tags[] = {
+                { "UUID=", "/dev/disk/by-uuid/" },
+                { "PARTUUID=", "/dev/disk/by-partuuid/" },
+                { "LABEL=", "/dev/disk/by-label/" },
+                { "PARTLABEL=", "/dev/disk/by-partlabel/" },
+                { "ID=", "/dev/disk/by-id/" },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(tags); i++) {
+                size_t n = strlen(tags[i].prefix);
+                if (strncmp(spec, tags[i].prefix, n) == 0) {
+                        if (spec[n] == '\0' || strchr(spec + n, '/'))
+                                return -TG_ERR_INVALID;
+                        return tg_asprintf(ret, "%s%s", tags[i].dir, spec + n);
+                }
+        }
+        if (spec[0] != '/')
+                return -TG_ERR_INVALID;
+        *ret = strdup(spec);
+        return *ret ? 0 : -TG_ERR_NOMEM;
+}
+
+int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
+        _cleanup_free_ uint8_t *data = NULL;
+        _cleanup_free_ char *text = NULL;
+        char **devices = NULL;
+        size_t size, n = 0;
+        unsigned line = 0;
+        char *l, *next;
+        int r;
+
+        r = tg_read_file(path, DOCTOR_CRYPTTAB_MAX, &data, &size);
+        if (r == -TG_ERR_NOT_FOUND) {
+                *ret_devices = NULL;
+                *ret_n = 0;
+                return 0;
+        }
+        if (r < 0)
+                return log_error_rc(r, "Cannot read %s.", path);
+        if (memchr(data, '\0', size))
+                return log_error_rc(-TG_ERR_INVALID, "%s contains a NUL byte.", path);
+        text = strndup((const char *) data, size);
+        if (!text)
+                return -TG_ERR_NOMEM;
+
+        for (l = text; l; l = next) {
+                char *fields[2], *save = NULL, *dev = NULL, **grown;
+                int nf = 0;
+
+                next = strchr(l, '\n');
+                if (next)
+                        *next++ = '\0';
+                line++;
+                for (char *t = strtok_r(l, " \t\r", &save); t && nf < 2; t = strtok_r(NULL, " \t\r", &save)) {
+                        if (nf == 0 && t[0] == '#')
+                                break;
+                        fields[nf++] = t;
+                }
+                if (nf == 0)
+                        continue;
+                if (nf < 2) {
+                        tg_strv_free(devices, n);
+                        return log_error_rc(-TG_ERR_INVALID, "%s:%u: expected \"NAME DEVICE [KEY [OPTIONS]]\".",
+                                            path, line);
+                }
+                r = crypttab_device_path(fields[1], &dev);
+                if (r < 0) {
+                        tg_strv_free(devices, n);
+                        return r == -TG_ERR_NOMEM ? r
+                                                  : log_error_rc(r, "%s:%u: \"%s\" is neither a path nor "
+                                                                 "UUID=, PARTUUID=, LABEL=, PARTLABEL= or ID=.",
+                                                                 path, line, fields[1]);
+                }
+                grown = reallocarray(devices, n + 1, sizeof *devices);
+                if (!grown) {
+                        free(dev);
+                        tg_strv_free(devices, n);
+                        return -TG_ERR_NOMEM;
+                }
+                devices = grown;
+                devices[n++] = dev;
+        }
+        *ret_devices = devices;
+        *ret_n = n;
+        return 0;
+}
+
+static void check_token(doctor *d, struct crypt_device *cd, const char *device, int id) {
+        char subject[512], pcrs[96];
+        const char *json = NULL;
+        tg_token token;
+        tg_doctor_check *c;
+        crypt_keyslot_info ks;
+        bool satisfied;
+        int r;
+
+        snprintf(subject, sizeof subject, "%s token %d", device, id);
+        capture_begin(d);
+        r = crypt_token_json_get(cd, id, &json);
+        if (r < 0)
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot read token %d: %s", id, strerror(-r));
+        else
+                r = tg_token_from_string(json, &token);
+        capture_end();
+        if (r < 0) {
+                c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, r == -TG_ERR_NOMEM ? r : -TG_ERR_TOKEN,
+                              "The tpmguard token is malformed: it cannot unlock this volume.");
+                set_next(d, c, "Unlock with the recovery passphrase, remove the token (cryptsetup token remove "
+                         "--token-id %d %s) and enroll again.", id, device);
+                return;
+        }
+        tg_pcr_list_format(token.pcr_mask, pcrs, sizeof pcrs);
+        ks = token.keyslot >= 0 ? crypt_keyslot_status(cd, token.keyslot) : CRYPT_SLOT_INVALID;
+        if (ks != CRYPT_SLOT_ACTIVE && ks != CRYPT_SLOT_ACTIVE_LAST) {
+                c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, -TG_ERR_TOKEN,
+                              "The token points at keyslot %d, which is not an active keyslot: it cannot unlock "
+                              "this volume.", token.keyslot);
+                set_next(d, c, "Remove the token (cryptsetup token remove --token-id %d %s) and enroll again.",
+                         id, device);
+                explicit_bzero(&token, sizeof token);
+                return;
+        }
+        if (!d->vtpm) {
+                add_check(d, "volume", subject, TG_DOCTOR_SKIPPED, 0,
+                          "Keyslot %d, %s PCRs %s, %s. PCR policy not checked: the TPM is not verified.",
+                          token.keyslot, tg_pcr_bank_to_string(token.pcr_bank), pcrs[0] ? pcrs : "(none)",
+                          token.pin ? "PIN" : "no PIN");
+                explicit_bzero(&token, sizeof token);
+                return;
+        }
+        capture_begin(d);
+        r = tg_token_policy_satisfied(d->vtpm, &token, &satisfied);
+        capture_end();
+        if (r < 0) {
+                c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, r,
+                              "Keyslot %d, %s PCRs %s: the current PCR values could not be read.",
+                              token.keyslot, tg_pcr_bank_to_string(token.pcr_bank), pcrs[0] ? pcrs : "(none)");
+                set_next_for_error(d, c, r);
+        } else if (!satisfied) {
+                c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, -TG_ERR_PCR_MISMATCH,
+                              "Keyslot %d, %s PCRs %s, %s: the current PCR values do not satisfy the sealed policy, "
+                              "so the TPM will refuse to unseal.", token.keyslot,
+                              tg_pcr_bank_to_string(token.pcr_bank), pcrs[0] ? pcrs : "(none)",
+                              token.pin ? "PIN" : "no PIN");
+                set_next(d, c, "If the firmware, boot loader or Secure Boot keys were updated on purpose, unlock "
+                         "with the recovery passphrase and reseal to the new values ('tpmguard reseal %s'); if "
+                         "nothing was updated, the boot chain changed unexpectedly: investigate first.", device);
+        } else
+                add_check(d, "volume", subject, TG_DOCTOR_OK, 0,
+                          "Keyslot %d, %s PCRs %s, %s: the current PCR values satisfy the sealed policy.",
+                          token.keyslot, tg_pcr_bank_to_string(token.pcr_bank), pcrs[0] ? pcrs : "(none)",
+                          token.pin ? "PIN" : "no PIN");
+        explicit_bzero(&token, sizeof token);
+}
+
+static void check_volume(doctor *d, const char *device, bool from_crypttab) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        tg_doctor_check *c;
+        int n_tokens = 0, r;
+
+        capture_begin(d);
+        r = tg_luks_open(device, &cd);
+        capture_end();
+        if (r < 0) {
+                if (from_crypttab && r == -TG_ERR_INVALID) {
+                        add_check(d, "volume", device, TG_DOCTOR_SKIPPED, 0,
+                                  "Listed in crypttab but not a LUKS2 volume: tpmguard does not apply.");
+                        return;
+                }
+                c = add_check(d, "volume", device, TG_DOCTOR_PROBLEM, r,
+                              r == -TG_ERR_INVALID ? "Not a LUKS2 volume." : "The volume cannot be opened.");
+                set_next(d, c, "Check the device name%s.", from_crypttab ? " in /etc/crypttab" : "");
+                return;
+        }
+        for (int id = 0; id < 32; id++) {
+                const char *type = NULL;
+                crypt_token_info ti = crypt_token_status(cd, id, &type);
+
+                if (ti == CRYPT_TOKEN_INVALID || ti == CRYPT_TOKEN_INACTIVE || !type ||
+                    strcmp(type, TG_TOKEN_TYPE) != 0)
+                        continue;
+                n_tokens++;
+                check_token(d, cd, device, id);
+        }
+        if (n_tokens == 0) {
+                c = add_check(d, "volume", device, TG_DOCTOR_WARNING, 0,
+                              "No tpmguard token: this volume is not unlocked with the TPM.");
+                set_next(d, c, "To unlock it with the TPM: tpmguard enroll %s", device);
+        }
+}
+
+static void check_volumes(doctor *d) {
+        const char *crypttab = d->options->crypttab ?: "/etc/crypttab";
+        char **devices = NULL;
+        size_t n = 0;
+        int r;
+
+        if (d->options->n_devices > 0) {
+                for (size_t i = 0; i < d->options->n_devices; i++)
+                        check_volume(d, d->options->devices[i], false);
+                return;
+        }
+        capture_begin(d);
+        r = tg_crypttab_devices(crypttab, &devices, &n);
+        capture_end();
+        if (r < 0) {
+                tg_doctor_check *c = add_check(d, "volume", crypttab, TG_DOCTOR_PROBLEM, r,
+                                               "The volumes cannot be listed from crypttab.");
+                set_next(d, c, "Correct the line named above, or name the volumes: tpmguard doctor DEVICE...");
+                return;
+        }
+        if (n == 0) {
+                add_check(d, "volume", crypttab, TG_DOCTOR_SKIPPED, 0,
+                          "No volumes listed in crypttab; name them to check them: tpmguard doctor DEVICE...");
+                return;
+        }
+        for (size_t i = 0; i < n; i++)
+                check_volume(d, devices[i], true);
+        tg_strv_free(devices, n);
+}
+
+/* ---- Initrd. ---- */
+
+static bool find_program(const char *name, char *buf, size_t size) {
+        const char *path = getenv("PATH") ?: "/usr/sbin:/usr/bin:/sbin:/bin";
+        _cleanup_free_ char *copy = strdup(path);
+        char *save = NULL;
+
+        if (!copy)
+                return false;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+                snprintf(buf, size, "%s/%s", dir, name);
+                if (access(buf, X_OK) == 0)
+                        return true;
+        }
+        return false;
+}
+
+/* Runs argv (no shell), returns its stdout (at most DOCTOR_LISTING_MAX bytes) and exit status. */
+static int run_capture(char *const argv[], char **ret_out, int *ret_status) {
+        _cleanup_free_ char *out = NULL;
+        size_t len = 0, cap = 0;
+        int pipefd[2], status = 0;
+        pid_t pid;
+
+        if (pipe2(pipefd, O_CLOEXEC) < 0)
+                return log_error_rc(-TG_ERR_IO, "pipe: %m");
+        pid = fork();
+        if (pid < 0) {
+                close(pipefd[0]);
+                close(pipefd[1]);
+                return log_error_rc(-TG_ERR_IO, "fork: %m");
+        }
+        if (pid == 0) {
+                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+                if (dup2(pipefd[1], STDOUT_FILENO) < 0 || devnull < 0 || dup2(devnull, STDERR_FILENO) < 0 ||
+                    dup2(devnull, STDIN_FILENO) < 0)
+                        _exit(127);
+                execv(argv[0], argv);
+                _exit(127);
+        }
+        close(pipefd[1]);
+        for (;;) {
+                ssize_t n;
+                if (cap - len < 4096) {
+                        char *grown;
+                        if (cap >= DOCTOR_LISTING_MAX)
+                                break;
+                        grown = realloc(out, cap + 65536 + 1);
+                        if (!grown) {
+                                close(pipefd[0]);
+                                kill(pid, SIGKILL);
+                                waitpid(pid, NULL, 0);
+                                return -TG_ERR_NOMEM;
+                        }
+                        out = grown;
+                        cap += 65536;
+                }
+                n = read(pipefd[0], out + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0)
+                        break;
+                len += (size_t) n;
+        }
+        close(pipefd[0]);
+        if (waitpid(pid, &status, 0) < 0)
+                return log_error_rc(-TG_ERR_IO, "waitpid: %m");
+        if (!out && !(out = strdup("")))
+                return -TG_ERR_NOMEM;
+        out[len] = '\0';
+        *ret_out = TAKE_PTR(out);
+        *ret_status = status;
+        return 0;
+}
+
+/* Does any line of the listing end in suffix (after an optional "./" or "/")? */
+static bool listing_has(const char *listing, const char *suffix) {
+        size_t sl = strlen(suffix);
+
+        for (const char *l = listing; l && *l;) {
+                const char *end = strchr(l, '\n');
+                size_t ll = end ? (size_t) (end - l) : strlen(l);
+                if (ll >= sl && memcmp(l + ll - sl, suffix, sl) == 0 &&
+                    (ll == sl || l[ll - sl - 1] == '/' || l[ll - sl - 1] == ' '))
+                        return true;
+                l = end ? end + 1 : NULL;
+        }
+        return false;
+}
+
+/* Appends what to a NUL-terminated list in buf; a full buffer keeps what fits. */
+static void append_missing(char *buf, size_t size, const char *what) {
+        size_t len = strnlen(buf, size);
+
+        if (len + 1 < size)
+                (void) snprintf(buf + len, size - len, "%s", what);
+}
+
+static void check_initrd(doctor *d) {
+        _cleanup_free_ char *listing = NULL, *default_path = NULL, *pinned_rel = NULL;
+        char tool[512], missing[512] = "";
+        const char *path = d->options->initrd;
+        struct utsname u;
+        struct stat st;
+        tg_doctor_check *c;
+        int status, r;
+
+        if (path && path[0] == '\0')
+                return;
+        if (!path) {
+                if (uname(&u) < 0 || tg_asprintf(&default_path, "/boot/initrd.img-%s", u.release) < 0) {
+                        add_check(d, "initrd", NULL, TG_DOCTOR_SKIPPED, 0, "Not checked: no kernel release.");
+                        return;
+                }
+                if (stat(default_path, &st) < 0) {
+                        free(default_path);
+                        default_path = NULL;
+                        if (tg_asprintf(&default_path, "/boot/initramfs-%s.img", u.release) < 0) {
+                                d->oom = true;
+                                return;
+                        }
+                }
+                path = default_path;
+        }
+        if (stat(path, &st) < 0 || !S_ISREG(st.st_mode)) {
+                add_check(d, "initrd", path, TG_DOCTOR_SKIPPED, 0,
+                          "Not checked: no initrd there (name one with --initrd FILE).");
+                return;
+        }
+        if (!find_program("lsinitramfs", tool, sizeof tool) && !find_program("lsinitrd", tool, sizeof tool)) {
+                add_check(d, "initrd", path, TG_DOCTOR_SKIPPED, 0,
+                          "Not checked: neither lsinitramfs (initramfs-tools) nor lsinitrd (dracut) is installed.");
+                return;
+        }
+        tg_progress("Listing the initrd %s...", path);
+        capture_begin(d);
+        r = run_capture((char *const[]) { tool, (char *) path, NULL }, &listing, &status);
+        capture_end();
+        tg_progress_done();
+        if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || listing[0] == '\0') {
+                add_check(d, "initrd", path, TG_DOCTOR_SKIPPED, 0, "Not checked: %s could not list it.", tool);
+                return;
+        }
+
+        /* What the initrd needs to unlock with tpmguard: the plugin, the CLI (boot verification), the pin. */
+        if (!listing_has(listing, "cryptsetup/libcryptsetup-token-tpmguard.so"))
+                append_missing(missing, sizeof missing, " the token plugin,");
+        if (!listing_has(listing, "sbin/tpmguard") && !listing_has(listing, "bin/tpmguard"))
+                append_missing(missing, sizeof missing, " the tpmguard command,");
+        if (d->provisioned) {
+                const char *sd = d->config->state_dir;
+                while (*sd == '/')
+                        sd++;
+                if (tg_asprintf(&pinned_rel, "%s/%s", sd, TG_PINNED_FILE_NAME) < 0) {
+                        d->oom = true;
+                        return;
+                }
+                if (!listing_has(listing, pinned_rel))
+                        append_missing(missing, sizeof missing, " the pinned EK signing key,");
+        }
+        if (missing[0]) {
+                missing[strlen(missing) - 1] = '\0';
+                c = add_check(d, "initrd", path, TG_DOCTOR_PROBLEM, -TG_ERR_NOT_FOUND,
+                              "The initrd lacks%s: volumes needed at boot will not unlock with the TPM.", missing);
+                set_next(d, c, "Rebuild the initrd (update-initramfs -u, or dracut -f) with the tpmguard package "
+                         "installed%s.", d->provisioned ? "" : ", after 'tpmguard provision'");
+                return;
+        }
+        add_check(d, "initrd", path, TG_DOCTOR_OK, 0, "Holds the token plugin, the tpmguard command%s.",
+                  d->provisioned ? " and the pinned EK signing key" : "");
+}
+
+int tg_doctor_run(const tg_config *config, const tg_doctor_options *options, tg_doctor_report **ret) {
+        static const tg_doctor_options no_options = {};
+        _cleanup_doctor_report_ tg_doctor_report *report = calloc(1, sizeof *report);
+        doctor d = { .config = config, .options = options ?: &no_options };
+
+        if (!report)
+                return -TG_ERR_NOMEM;
+        report->config_path = strdup(config->path ?: "(defaults)");
+        if (!report->config_path)
+                return -TG_ERR_NOMEM;
+        d.report = report;
+
+        check_config(&d);
+        check_kernel(&d);
+        tg_progress("Checking the TPM...");
+        check_tpm(&d);
+        tg_progress_done();
+        check_verification(&d);
+        check_volumes(&d);
+        tg_verified_tpm_free(TAKE_PTR(d.vtpm));
+        check_initrd(&d);
+        explicit_bzero(&d.pinned, sizeof d.pinned);
+
+        if (d.oom)
+                return -TG_ERR_NOMEM;
+        *ret = TAKE_PTR(report);
+        return 0;
+}
+
+/* ---- Output. ---- */
+
+static json_object *json_string_or_null(const char *s) {
+        return s ? json_object_new_string(s) : NULL;
+}
+
+int tg_doctor_report_to_json(const tg_doctor_report *r, json_object **ret) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+        json_object *checks;
+        int worst = tg_doctor_report_worst(r);
+
+        if (!o)
+                return -TG_ERR_NOMEM;
+        checks = json_object_new_array();
+        if (!checks)
+                return -TG_ERR_NOMEM;
+        json_object_object_add(o, "config", json_object_new_string(r->config_path));
+        json_object_object_add(o, "verdict", json_object_new_string(worst < 0 ? "problems" : "ok"));
+        json_object_object_add(o, "exit_code", json_object_new_int(tg_err_exit_code(worst)));
+        json_object_object_add(o, "most_severe", worst < 0 ? json_object_new_string(tg_err_id(worst)) : NULL);
+        json_object_object_add(o, "checks", checks);
+        for (size_t i = 0; i < r->n_checks; i++) {
+                const tg_doctor_check *c = &r->checks[i];
+                json_object *j = json_object_new_object();
+                if (!j)
+                        return -TG_ERR_NOMEM;
+                json_object_array_add(checks, j);
+                json_object_object_add(j, "check", json_object_new_string(c->id));
+                json_object_object_add(j, "subject", json_string_or_null(c->subject));
+                json_object_object_add(j, "status", json_object_new_string(tg_doctor_status_to_string(c->status)));
+                json_object_object_add(j, "error", c->error < 0 ? json_object_new_string(tg_err_id(c->error)) : NULL);
+                json_object_object_add(j, "summary", json_string_or_null(c->summary));
+                json_object_object_add(j, "detail", json_string_or_null(c->detail));
+                json_object_object_add(j, "next_step", json_string_or_null(c->next_step));
+        }
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+void tg_doctor_report_print(const tg_doctor_report *r, FILE *f) {
+        static const char *const label[] = {
+                [TG_DOCTOR_OK] = " ok ",
+                [TG_DOCTOR_SKIPPED] = "skip",
+                [TG_DOCTOR_WARNING] = "WARN",
+                [TG_DOCTOR_PROBLEM] = "FAIL",
+        };
+        unsigned problems = 0, warnings = 0;
+        int worst = tg_doctor_report_worst(r);
+
+        fprintf(f, "tpmguard doctor (configuration: %s)\n\n", r->config_path);
+        for (size_t i = 0; i < r->n_checks; i++) {
+                const tg_doctor_check *c = &r->checks[i];
+                fprintf(f, "[%s] %s%s%s: %s\n", label[c->status], c->id, c->subject ? " " : "",
+                        c->subject ?: "", c->summary ?: "");
+                if (c->detail && c->status != TG_DOCTOR_OK)
+                        fprintf(f, "       why: %s\n", c->detail);
+                if (c->next_step)
+                        fprintf(f, "       next: %s\n", c->next_step);
+                problems += c->status == TG_DOCTOR_PROBLEM;
+                warnings += c->status == TG_DOCTOR_WARNING;
+        }
+        fputc('\n', f);
+        if (worst < 0)
+                fprintf(f, "%u problem%s, %u warning%s. Most severe: %s (exit code %d).\n", problems,
+                        problems == 1 ? "" : "s", warnings, warnings == 1 ? "" : "s", tg_err_str(worst),
+                        tg_err_exit_code(worst));
+        else if (warnings > 0)
+                fprintf(f, "No problems; %u warning%s.\n", warnings, warnings == 1 ? "" : "s");
+        else
+                fprintf(f, "Everything is fine.\n");
+}

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The test-only fault-injection hook; see fault.h. This file compiles to
+ * nothing unless the build was configured with -Dfault_injection=true.
+ */
+#include "fault.h"
+
+#if TPMGUARD_FAULT_INJECTION
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t fault_points_passed;
+static uint64_t fault_inject_at;      /* 0: never */
+static int fault_trace = -1;          /* -1: environment not read yet */
+static TSS2_TCTI_RECEIVE_FCN tcti_receive_original;
+
+static void fault_read_environment(void) {
+        const char *at, *trace;
+
+        if (fault_trace >= 0)
+                return;
+        at = secure_getenv("TPMGUARD_FAULT_INJECT_AT");
+        trace = secure_getenv("TPMGUARD_FAULT_TRACE");
+        fault_inject_at = at ? strtoull(at, NULL, 10) : 0;
+        fault_trace = trace && strcmp(trace, "1") == 0;
+}
+
+void tg_fault_point(const char *name) {
+        char line[160];
+        int n;
+
+        fault_read_environment();
+        fault_points_passed++;
+        if (fault_trace) {
+                n = snprintf(line, sizeof line, "fault-injection: point %" PRIu64 " (%s)\n", fault_points_passed, name);
+                if (n > 0)
+                        (void) !write(STDERR_FILENO, line, (size_t) n);
+        }
+        if (fault_inject_at == 0 || fault_points_passed != fault_inject_at)
+                return;
+        n = snprintf(line, sizeof line, "fault-injection: exit at point %" PRIu64 " (%s)\n", fault_points_passed, name);
+        if (n > 0)
+                (void) !write(STDERR_FILENO, line, (size_t) n);
+        /* Like a crash or power loss: no atexit handlers, no flushing, no TPM cleanup. */
+        _exit(TG_FAULT_EXIT_CODE);
+}
+
+static TSS2_RC fault_tcti_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *response, int32_t timeout) {
+        TSS2_RC rc = tcti_receive_original(tcti, size, response, timeout);
+
+        /* A call with response == NULL only asks for the size; the command completes on the second call. */
+        if (rc == TSS2_RC_SUCCESS && response)
+                tg_fault_point("tpm-command");
+        return rc;
+}
+
+void tg_fault_tcti_hook(TSS2_TCTI_CONTEXT *tcti) {
+        TSS2_TCTI_CONTEXT_COMMON_V1 *common = (TSS2_TCTI_CONTEXT_COMMON_V1 *) tcti;
+
+        if (!tcti || common->receive == fault_tcti_receive)
+                return;
+        /* Every context from Tss2_TctiLdr_Initialize has the same loader receive function. */
+        tcti_receive_original = common->receive;
+        common->receive = fault_tcti_receive;
+}
+#endif

@@ -1,0 +1,1087 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * Lifecycle commands: change-pin, rotate, reseal, remove, cleanup, status.
+ *
+ * Threat model: as for enrollment. The bus is hostile, so every secret (the
+ * old keyslot secret coming out of Unseal, the new one going into Create,
+ * the PIN-derived authValues) crosses it only in the salted, parameter-
+ * encrypted sessions of a tg_verified_tpm; nothing here talks to the TPM
+ * about a secret any other way. The LUKS2 header is attacker-editable, so
+ * nothing read from it (tokens, pending markers) can weaken verification:
+ * at worst an edited marker makes us destroy a keyslot it names, which an
+ * attacker with write access to the header can do anyway; even then we
+ * never destroy a keyslot that a token still references, nor the last one.
+ *
+ * Crash model: the process may die after any header write and after any
+ * TPM command (power loss, kill). libcryptsetup commits a header change as
+ * one write of the JSON area with a new sequence number (two copies, the
+ * newer valid one wins on load), so each crypt_* call below is atomic.
+ * Ordering does the rest:
+ *   - same keyslot (change-pin, reseal by unsealing): the new token replaces
+ *     the old one in a single crypt_token_json_set() on the same token id;
+ *     before it the old credential works, after it the new one does;
+ *   - new keyslot (rotate, reseal by passphrase): marker token written,
+ *     keyslot added, marker bound to it, seal and test, token switched to
+ *     the new keyslot in one write, old keyslot destroyed, marker removed.
+ *     Until the switch the old token and keyslot are untouched; from the
+ *     switch on the new ones work. The marker tells a later run which of the
+ *     two keyslots is left over (lifecycle.h).
+ *   - remove: keyslot destroyed first (libcryptsetup unassigns it from the
+ *     token in the same write), then the token; a leftover token with no
+ *     keyslot is harmless, shown by status and removed by a rerun.
+ * Every operation starts by resolving markers, so rerunning any command
+ * after a crash completes or undoes the interrupted one first.
+ */
+#include <errno.h>
+#include <openssl/evp.h>
+
+#include "error.h"
+#include "fault.h"
+#include "json-util.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "luks.h"
+#include "nullname.h"
+#include "pinned.h"
+#include "policy.h"
+#include "token.h"
+#include "tpm.h"
+#include "util.h"
+#include "verify.h"
+
+#define TG_PENDING_VERSION 1
+#define TG_LUKS2_TOKENS_MAX 32    /* LUKS2 on-disk format limits */
+#define TG_LUKS2_KEYSLOTS_MAX 32
+
+/* ---- small header helpers ---- */
+
+static int tokens_max(void) {
+        int n = crypt_token_max(CRYPT_LUKS2);
+        return n > 0 ? n : 32;
+}
+
+static int keyslots_max(void) {
+        int n = crypt_keyslot_max(CRYPT_LUKS2);
+        return n > 0 ? n : 32;
+}
+
+static bool token_has_type(struct crypt_device *cd, int id, const char *type) {
+        const char *t = NULL;
+        crypt_token_info info = crypt_token_status(cd, id, &t);
+
+        return info != CRYPT_TOKEN_INACTIVE && info != CRYPT_TOKEN_INVALID && t && strcmp(t, type) == 0;
+}
+
+static bool keyslot_active(struct crypt_device *cd, int keyslot) {
+        crypt_keyslot_info s;
+
+        if (keyslot < 0)
+                return false;
+        s = crypt_keyslot_status(cd, keyslot);
+        return s == CRYPT_SLOT_ACTIVE || s == CRYPT_SLOT_ACTIVE_LAST;
+}
+
+/* Does token id list keyslot in its "keyslots"? */
+static bool token_references(struct crypt_device *cd, int id, int keyslot) {
+        _cleanup_json_ json_object *o = NULL;
+        json_object *arr;
+        const char *json = NULL;
+
+        if (crypt_token_json_get(cd, id, &json) < 0 || !json)
+                return false;
+        o = json_tokener_parse(json);
+        if (!o || !json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(arr); i++) {
+                const char *s = json_object_get_string(json_object_array_get_idx(arr, i));
+                char *end;
+                long n;
+
+                if (!s)
+                        continue;
+                n = strtol(s, &end, 10);
+                if (*s && !*end && n == keyslot)
+                        return true;
+        }
+        return false;
+}
+
+/* Does any token other than except_token list keyslot? */
+static bool keyslot_referenced(struct crypt_device *cd, int keyslot, int except_token) {
+        for (int id = 0; id < tokens_max(); id++)
+                if (id != except_token && token_references(cd, id, keyslot))
+                        return true;
+        return false;
+}
+
+static int token_load(struct crypt_device *cd, int id, tg_token *ret) {
+        const char *json = NULL;
+        int r;
+
+        r = crypt_token_json_get(cd, id, &json);
+        if (r < 0 || !json)
+                return log_error_rc(-TG_ERR_NOT_FOUND, "Cannot read token %d: %s", id, strerror(r < 0 ? -r : EINVAL));
+        return tg_token_from_string(json, ret);
+}
+
+static int token_remove(struct crypt_device *cd, int id) {
+        int r = crypt_token_json_set(cd, id, NULL);
+
+        return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot remove token %d: %s", id, strerror(-r)) : 0;
+}
+
+static int keyslot_destroy(struct crypt_device *cd, int keyslot) {
+        int r;
+
+        if (crypt_keyslot_status(cd, keyslot) == CRYPT_SLOT_ACTIVE_LAST)
+                return log_error_rc(-TG_ERR_INVALID, "Keyslot %d is the last keyslot; it is never destroyed.", keyslot);
+        r = crypt_keyslot_destroy(cd, keyslot);
+        return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot destroy keyslot %d: %s", keyslot, strerror(-r)) : 0;
+}
+
+/*
+ * Selects the tpmguard token: the requested id, or the only one. With
+ * allow_invalid a malformed token is selected too (*ret_valid false), for
+ * remove.
+ */
+static int select_token(struct crypt_device *cd, const char *device, int requested, bool allow_invalid,
+                        int *ret_id, tg_token *ret, bool *ret_valid) {
+        char list[512] = "";
+        int ids[64], n = 0, r;
+        tg_token t;
+
+        if (requested != CRYPT_ANY_TOKEN) {
+                if (requested < 0 || requested >= tokens_max() || !token_has_type(cd, requested, TG_TOKEN_TYPE))
+                        return log_error_rc(-TG_ERR_NOT_FOUND, "Token %d of %s is not a tpmguard token.", requested, device);
+                ids[n++] = requested;
+        } else
+                for (int id = 0; id < tokens_max() && n < (int) ELEMENTSOF(ids); id++)
+                        if (token_has_type(cd, id, TG_TOKEN_TYPE))
+                                ids[n++] = id;
+
+        if (n == 0)
+                return log_error_rc(-TG_ERR_NOT_FOUND, "%s has no tpmguard token. Enroll one with 'tpmguard enroll %s'.",
+                                    device, device);
+        if (n > 1) {
+                for (int i = 0; i < n; i++) {
+                        size_t len = strlen(list);
+                        const char *json = NULL;
+                        _cleanup_json_ json_object *o = NULL;
+                        json_object *arr;
+                        const char *slot = "none";
+
+                        if (crypt_token_json_get(cd, ids[i], &json) >= 0 && json && (o = json_tokener_parse(json)) &&
+                            json_object_object_get_ex(o, "keyslots", &arr) && json_object_array_length(arr) > 0)
+                                slot = json_object_get_string(json_object_array_get_idx(arr, 0));
+                        snprintf(list + len, sizeof list - len, "%stoken %d (keyslot %s)", i ? ", " : "", ids[i],
+                                 slot ?: "?");
+                }
+                return log_error_rc(-TG_ERR_INVALID, "%s has %d tpmguard tokens: %s. Choose one with --token N.",
+                                    device, n, list);
+        }
+
+        r = token_load(cd, ids[0], &t);
+        if (r < 0 && !allow_invalid)
+                return log_error_rc(r, "Token %d of %s is malformed; remove it with 'tpmguard remove --token %d %s'.",
+                                    ids[0], device, ids[0], device);
+        if (r < 0)
+                t = (tg_token) { .keyslot = -1 };
+        *ret_id = ids[0];
+        *ret = t;
+        if (ret_valid)
+                *ret_valid = r >= 0;
+        explicit_bzero(&t, sizeof t);
+        return 0;
+}
+
+/* ---- the pending marker ---- */
+
+static int json_int_field(json_object *o, const char *key, int min, int max, int *ret) {
+        json_object *v;
+        int64_t n;
+
+        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"%s\" missing or not an integer.", key);
+        n = json_object_get_int64(v);
+        if (n < min || n > max)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"%s\" = %lld is out of range.", key, (long long) n);
+        *ret = (int) n;
+        return 0;
+}
+
+int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
+        _cleanup_json_ json_object *o = NULL;
+        json_tokener *tok;
+        json_object *v, *arr;
+        tg_pending_marker m = { .bound_keyslot = -1 };
+        const char *s;
+        int version, r;
+
+        if (!json || strlen(json) > TG_TOKEN_JSON_MAX)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: missing or too long.");
+        tok = json_tokener_new();
+        if (!tok)
+                return -TG_ERR_NOMEM;
+        o = json_tokener_parse_ex(tok, json, (int) strlen(json));
+        r = json_tokener_get_error(tok) == json_tokener_success && (size_t) json_tokener_get_parse_end(tok) == strlen(json);
+        json_tokener_free(tok);
+        if (!o || !r || !json_object_is_type(o, json_type_object))
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: not a JSON object.");
+
+        if (!json_object_object_get_ex(o, "type", &v) || !json_object_is_type(v, json_type_string) ||
+            strcmp(json_object_get_string(v), TG_PENDING_TOKEN_TYPE) != 0)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"type\" is not \"%s\".", TG_PENDING_TOKEN_TYPE);
+        r = json_int_field(o, "version", TG_PENDING_VERSION, TG_PENDING_VERSION, &version);
+        if (r < 0)
+                return r;
+        if (!json_object_object_get_ex(o, "operation", &v) || !json_object_is_type(v, json_type_string))
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"operation\" missing.");
+        s = json_object_get_string(v);
+        if (strcmp(s, "rotate") != 0 && strcmp(s, "reseal") != 0)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: unknown operation \"%.16s\".", s);
+        snprintf(m.operation, sizeof m.operation, "%s", s);
+        r = json_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, &m.token);
+        if (r < 0)
+                return r;
+        r = json_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
+        if (r < 0)
+                return r;
+        r = json_int_field(o, "new_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.new_keyslot);
+        if (r < 0)
+                return r;
+        if (m.old_keyslot == m.new_keyslot)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: old and new keyslot are the same.");
+        if (!json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array) ||
+            json_object_array_length(arr) > 1)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"keyslots\" must list at most one keyslot.");
+        if (json_object_array_length(arr) == 1) {
+                const char *k = json_object_get_string(json_object_array_get_idx(arr, 0));
+                char *end;
+                long n = k ? strtol(k, &end, 10) : -1;
+                if (!k || !*k || *end || n < 0 || n >= TG_LUKS2_KEYSLOTS_MAX)
+                        return log_error_rc(-TG_ERR_TOKEN, "Pending marker: bad keyslot in \"keyslots\".");
+                m.bound_keyslot = (int) n;
+        }
+        *ret = m;
+        return 0;
+}
+
+int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        json_object *arr = json_object_new_array();
+        char slot[16];
+        char *s;
+
+        if (!o || !arr) {
+                json_object_put(arr);
+                return -TG_ERR_NOMEM;
+        }
+        if (m->bound_keyslot >= 0) {
+                snprintf(slot, sizeof slot, "%d", m->bound_keyslot);
+                json_object_array_add(arr, json_object_new_string(slot));
+        }
+        json_object_object_add(o, "type", json_object_new_string(TG_PENDING_TOKEN_TYPE));
+        json_object_object_add(o, "keyslots", arr);
+        json_object_object_add(o, "version", json_object_new_int(TG_PENDING_VERSION));
+        json_object_object_add(o, "operation", json_object_new_string(m->operation));
+        json_object_object_add(o, "token", json_object_new_int(m->token));
+        json_object_object_add(o, "old_keyslot", json_object_new_int(m->old_keyslot));
+        json_object_object_add(o, "new_keyslot", json_object_new_int(m->new_keyslot));
+        s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        if (!s)
+                return -TG_ERR_NOMEM;
+        *ret = s;
+        return 0;
+}
+
+/* What resolving a marker does, decided without writing anything (status uses it too). */
+typedef struct marker_plan {
+        bool roll_forward;      /* the token already points at the new keyslot */
+        int leftover_keyslot;   /* the keyslot to destroy, -1 if none */
+        const char *why_kept;   /* set when a keyslot looks left over but is not ours to destroy */
+} marker_plan;
+
+static void marker_plan_make(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, marker_plan *ret) {
+        marker_plan p = { .leftover_keyslot = -1 };
+        tg_token t;
+
+        p.roll_forward = token_has_type(cd, m->token, TG_TOKEN_TYPE) && token_load(cd, m->token, &t) >= 0 &&
+                         t.keyslot == m->new_keyslot;
+        if (p.roll_forward) {
+                /* The old keyslot held the secret the token no longer seals. */
+                if (keyslot_active(cd, m->old_keyslot) && !keyslot_referenced(cd, m->old_keyslot, marker_id))
+                        p.leftover_keyslot = m->old_keyslot;
+        } else if (keyslot_active(cd, m->new_keyslot) && !keyslot_referenced(cd, m->new_keyslot, marker_id)) {
+                /* Ours only if the marker was bound to it, or it has the PBKDF tpmguard gives its keyslots. */
+                if (m->bound_keyslot == m->new_keyslot || tg_luks_keyslot_has_minimal_pbkdf(cd, m->new_keyslot))
+                        p.leftover_keyslot = m->new_keyslot;
+                else
+                        p.why_kept = "it has a PBKDF tpmguard never uses, so it was added by someone else";
+        }
+        if (p.leftover_keyslot >= 0 && crypt_keyslot_status(cd, p.leftover_keyslot) == CRYPT_SLOT_ACTIVE_LAST) {
+                p.leftover_keyslot = -1;
+                p.why_kept = "it is the last keyslot";
+        }
+        explicit_bzero(&t, sizeof t);
+        *ret = p;
+}
+
+/*
+ * Completes (token already switched) or undoes (not switched) the operation a
+ * marker records, then removes the marker. Idempotent: the marker goes last,
+ * so a crash in here leaves it for the next run.
+ */
+static int marker_resolve(struct crypt_device *cd, const char *device, int marker_id, bool interrupted, unsigned *actions) {
+        tg_pending_marker m;
+        marker_plan p;
+        const char *json = NULL;
+        int r;
+
+        r = crypt_token_json_get(cd, marker_id, &json);
+        if (r < 0 || tg_pending_marker_from_string(json, &m) < 0) {
+                log_warning("Token %d of %s is a malformed %s marker; removing it (it names nothing usable).",
+                            marker_id, device, TG_PENDING_TOKEN_TYPE);
+                r = token_remove(cd, marker_id);
+                if (r >= 0 && actions)
+                        (*actions)++;
+                return r;
+        }
+
+        marker_plan_make(cd, marker_id, &m, &p);
+        if (interrupted)
+                log_notice("%s: completing an interrupted %s of token %d (keyslot %d → %d): %s.", device, m.operation,
+                           m.token, m.old_keyslot, m.new_keyslot,
+                           p.roll_forward ? "the token already uses the new keyslot, the old one goes"
+                                          : "the token still uses the old keyslot, the new one goes");
+        if (p.why_kept)
+                log_warning("Keeping keyslot %d: %s.", p.roll_forward ? m.old_keyslot : m.new_keyslot, p.why_kept);
+        if (p.leftover_keyslot >= 0) {
+                r = keyslot_destroy(cd, p.leftover_keyslot);
+                if (r < 0)
+                        return r;
+                tg_fault_point(p.roll_forward ? "after-old-keyslot-destroy" : "after-new-keyslot-destroy");
+                log_info("Destroyed keyslot %d.", p.leftover_keyslot);
+                if (actions)
+                        (*actions)++;
+        }
+        r = token_remove(cd, marker_id);
+        if (r < 0)
+                return r;
+        tg_fault_point("after-marker-remove");
+        if (actions)
+                (*actions)++;
+        return 0;
+}
+
+static int markers_resolve_all(struct crypt_device *cd, const char *device, unsigned *actions) {
+        for (int id = 0; id < tokens_max(); id++)
+                if (token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
+                        int r = marker_resolve(cd, device, id, true, actions);
+                        if (r < 0)
+                                return log_error_rc(r, "Could not resolve the interrupted operation in token %d; "
+                                                    "run 'tpmguard status %s' for details.", id, device);
+                }
+        return 0;
+}
+
+/* ---- shared steps ---- */
+
+typedef struct lifecycle {
+        const char *device;
+        struct crypt_device *cd;
+        tg_verified_tpm *v;
+        tg_verify_report report;
+        int token_id;
+        tg_token token;
+} lifecycle;
+
+static void lifecycle_done(lifecycle *lc) {
+        tg_verified_tpm_free(lc->v);
+        crypt_free(lc->cd);
+        explicit_bzero(&lc->token, sizeof lc->token);
+}
+
+/* Opens the volume, resolves interrupted operations, selects the token and verifies the TPM. */
+static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *device, int token) {
+        tg_da_state da;
+        int r;
+
+        *lc = (lifecycle) { .device = device };
+        r = tg_luks_open(device, &lc->cd);
+        if (r < 0)
+                return r;
+        r = markers_resolve_all(lc->cd, device, NULL);
+        if (r < 0)
+                return r;
+        r = select_token(lc->cd, device, token, false, &lc->token_id, &lc->token, NULL);
+        if (r < 0)
+                return r;
+        if (!keyslot_active(lc->cd, lc->token.keyslot))
+                return log_error_rc(-TG_ERR_TOKEN, "Token %d of %s has no keyslot (left over from an interrupted "
+                                    "removal?). Run 'tpmguard cleanup %s'.", lc->token_id, device, device);
+
+        r = tg_verify(config, NULL, &lc->report, &lc->v);
+        if (r < 0)
+                return r;
+        r = tg_tpm_da_state(tg_vtpm_esys(lc->v), &da);
+        if (r < 0)
+                return r;
+        /* Only a PIN-protected (DA) object is refused in lockout; a no-PIN seal is noDA. */
+        if (da.in_lockout && lc->token.pin)
+                return log_error_rc(-TG_ERR_LOCKOUT, "The TPM is in dictionary-attack lockout: nothing was changed. "
+                                    "One failure is forgiven every %u s (full lockout recovery %u s).",
+                                    da.recovery_seconds, da.lockout_recovery_seconds);
+        return 0;
+}
+
+/* The current secret, unsealed over the verified session and proven against its keyslot. */
+static int unseal_current(lifecycle *lc, const tg_secret *pin, tg_secret **ret) {
+        _cleanup_secret_ tg_secret *secret = NULL;
+        int r;
+
+        if (lc->token.pin && !pin)
+                return log_error_rc(-TG_ERR_PIN_NEEDED, "Token %d needs its current PIN.", lc->token_id);
+        r = tg_unseal(lc->v, &lc->token, lc->token.pin ? pin : NULL, &secret);
+        if (r < 0)
+                return log_error_rc(r, "Cannot unseal token %d: nothing was changed.", lc->token_id);
+        r = crypt_activate_by_passphrase(lc->cd, NULL, lc->token.keyslot, (const char *) secret->data, secret->size, 0);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_TOKEN, "The secret of token %d does not open its keyslot %d (%s): "
+                                    "nothing was changed.", lc->token_id, lc->token.keyslot, strerror(-r));
+        *ret = TAKE_PTR(secret);
+        return 0;
+}
+
+/* Seals secret with params for keyslot, and proves it by unsealing it again (when test). */
+static int seal_and_test(lifecycle *lc, const tg_seal_params *params, const tg_secret *secret, int keyslot,
+                         bool test, tg_token *ret) {
+        _cleanup_secret_ tg_secret *check = NULL;
+        tg_token t;
+        int r;
+
+        r = tg_seal(lc->v, params, secret, &t);
+        if (r < 0)
+                return r;
+        t.keyslot = keyslot;
+        t.ek_signing_key_name = lc->report.ek_signing_key_name;
+        if (test) {
+                r = tg_unseal(lc->v, &t, params->pin, &check);
+                if (r < 0) {
+                        explicit_bzero(&t, sizeof t);
+                        return log_error_rc(r, "The test unseal of the new seal failed.");
+                }
+                if (check->size != secret->size || !memeq_const(check->data, secret->data, secret->size)) {
+                        explicit_bzero(&t, sizeof t);
+                        return log_alert_rc(-TG_ERR_INTERPOSER, "The test unseal returned a different secret.");
+                }
+        }
+        *ret = t;
+        explicit_bzero(&t, sizeof t);
+        return 0;
+}
+
+/* Same keyslot: the new token replaces the old one in one header write. */
+static int replace_token(lifecycle *lc, const tg_token *t) {
+        _cleanup_free_ char *json = NULL;
+        int r;
+
+        r = tg_token_to_string(t, &json);
+        if (r < 0)
+                return r;
+        r = crypt_token_json_set(lc->cd, lc->token_id, json);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot replace token %d: %s. Nothing was changed.",
+                                    lc->token_id, strerror(-r));
+        tg_fault_point("after-token-replace");
+        return 0;
+}
+
+static int free_keyslot(struct crypt_device *cd, const char *device) {
+        for (int k = 0; k < keyslots_max(); k++)
+                if (crypt_keyslot_status(cd, k) == CRYPT_SLOT_INACTIVE && !keyslot_referenced(cd, k, -1))
+                        return k;
+        return log_error_rc(-TG_ERR_CRYPTSETUP, "%s has no free keyslot.", device);
+}
+
+/*
+ * New keyslot: marker, keyslot (authorized by authorization), marker bound,
+ * seal + test, token switched, old keyslot destroyed, marker removed.
+ */
+static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_secret *authorization,
+                               const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+        _cleanup_secret_ tg_secret *secret = NULL;
+        _cleanup_free_ char *marker_json = NULL, *token_json = NULL;
+        tg_pending_marker m = { .token = lc->token_id, .old_keyslot = lc->token.keyslot, .bound_keyslot = -1 };
+        tg_token t = {};
+        int marker_id, new_keyslot, r, q;
+
+        new_keyslot = free_keyslot(lc->cd, lc->device);
+        if (new_keyslot < 0)
+                return new_keyslot;
+        m.new_keyslot = new_keyslot;
+        snprintf(m.operation, sizeof m.operation, "%s", operation);
+        r = tg_keyslot_secret_new(&secret);
+        if (r < 0)
+                return r;
+        r = tg_luks_use_minimal_pbkdf(lc->cd);
+        if (r < 0)
+                return r;
+
+        /* 1. The marker, before anything it describes exists. */
+        r = tg_pending_marker_to_string(&m, &marker_json);
+        if (r < 0)
+                return r;
+        marker_id = crypt_token_json_set(lc->cd, CRYPT_ANY_TOKEN, marker_json);
+        if (marker_id < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the pending marker: %s. Nothing was changed.",
+                                    strerror(-marker_id));
+        tg_fault_point("after-marker-write");
+
+        /* 2. The new keyslot, and the marker bound to it. */
+        r = crypt_keyslot_add_by_passphrase(lc->cd, new_keyslot, (const char *) authorization->data, authorization->size,
+                                            (const char *) secret->data, secret->size);
+        if (r == -EPERM) {
+                r = log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase.", lc->device);
+                goto undo;
+        }
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot add keyslot %d: %s", new_keyslot, strerror(-r));
+                goto undo;
+        }
+        tg_fault_point("after-keyslot-add");
+        r = crypt_token_assign_keyslot(lc->cd, marker_id, new_keyslot);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot bind the pending marker to keyslot %d: %s",
+                                 new_keyslot, strerror(-r));
+                goto undo;
+        }
+        tg_fault_point("after-marker-bind");
+
+        /* 3. Seal, test, and prove the keyslot. */
+        r = seal_and_test(lc, params, secret, new_keyslot, test, &t);
+        if (r < 0)
+                goto undo;
+        r = crypt_activate_by_passphrase(lc->cd, NULL, new_keyslot, (const char *) secret->data, secret->size, 0);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot %d does not open: %s", new_keyslot, strerror(-r));
+                goto undo;
+        }
+
+        /* 4. The switch: one write. From here on the new secret is the one. */
+        r = tg_token_to_string(&t, &token_json);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                goto undo;
+        r = crypt_token_json_set(lc->cd, lc->token_id, token_json);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot switch token %d to keyslot %d: %s",
+                                 lc->token_id, new_keyslot, strerror(-r));
+                goto undo;
+        }
+        tg_fault_point("after-token-switch");
+
+        /* 5. Old keyslot and marker: the same code a later run uses after a crash. */
+        r = marker_resolve(lc->cd, lc->device, marker_id, false, NULL);
+        if (r < 0)
+                return log_error_rc(r, "Token %d now uses keyslot %d, but the old keyslot %d is left over; "
+                                    "run 'tpmguard cleanup %s'.", lc->token_id, new_keyslot, m.old_keyslot, lc->device);
+        *ret = (tg_lifecycle_result) { .token = lc->token_id, .keyslot = new_keyslot, .old_keyslot = m.old_keyslot };
+        return 0;
+
+undo:
+        explicit_bzero(&t, sizeof t);
+        q = marker_resolve(lc->cd, lc->device, marker_id, false, NULL);
+        if (q < 0)
+                log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
+        else
+                log_info("Nothing was changed.");
+        return r;
+}
+
+static tg_seal_params seal_params_like(const tg_token *t, const tg_secret *pin) {
+        return (tg_seal_params) {
+                .pcr_bank = t->pcr_bank,
+                .pcr_mask = t->pcr_mask,
+                .pin = pin,
+                .pin_kdf_iterations = t->pin ? t->pin_kdf_iterations : 0,
+        };
+}
+
+/* ---- the operations ---- */
+
+int tg_lifecycle_token_peek(const char *device, int token, tg_token *ret) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        int id, r;
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        return select_token(cd, device, token, false, &id, ret, NULL);
+}
+
+int tg_change_pin(const tg_config *config, const char *device, int token,
+                  const tg_secret *pin, const tg_secret *new_pin, tg_lifecycle_result *ret) {
+        _cleanup_(lifecycle_done) lifecycle lc = {};
+        _cleanup_secret_ tg_secret *secret = NULL;
+        tg_seal_params params;
+        tg_token t;
+        TPM2B_DIGEST expected;
+        int r;
+
+        r = lifecycle_begin(&lc, config, device, token);
+        if (r < 0)
+                return r;
+        r = unseal_current(&lc, pin, &secret);
+        if (r < 0)
+                return r;
+
+        /* The unseal proved the current PCR values satisfy the policy, so sealing to them keeps it. */
+        params = seal_params_like(&lc.token, new_pin);
+        r = seal_and_test(&lc, &params, secret, lc.token.keyslot, true, &t);
+        if (r < 0)
+                return log_error_rc(r, "Nothing was changed.");
+        if (lc.token.pin == (new_pin != NULL)) {
+                expected = lc.token.policy_hash;
+                if (t.policy_hash.size != expected.size || memcmp(t.policy_hash.buffer, expected.buffer, expected.size) != 0) {
+                        explicit_bzero(&t, sizeof t);
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "The PCR values changed while the PIN was being "
+                                            "changed; nothing was changed. Try again.");
+                }
+        }
+        r = replace_token(&lc, &t);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        if (ret)
+                *ret = (tg_lifecycle_result) { .token = lc.token_id, .keyslot = lc.token.keyslot, .old_keyslot = lc.token.keyslot };
+        return 0;
+}
+
+int tg_rotate(const tg_config *config, const char *device, int token, const tg_secret *pin, tg_lifecycle_result *ret) {
+        _cleanup_(lifecycle_done) lifecycle lc = {};
+        _cleanup_secret_ tg_secret *secret = NULL;
+        tg_seal_params params;
+        tg_lifecycle_result res;
+        int r;
+
+        r = lifecycle_begin(&lc, config, device, token);
+        if (r < 0)
+                return r;
+        r = unseal_current(&lc, pin, &secret);
+        if (r < 0)
+                return r;
+        params = seal_params_like(&lc.token, lc.token.pin ? pin : NULL);
+        r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, &res);
+        if (r < 0)
+                return r;
+        if (ret)
+                *ret = res;
+        return 0;
+}
+
+int tg_reseal(const tg_config *config, const char *device, int token,
+              const tg_reseal_params *p, tg_lifecycle_result *ret) {
+        _cleanup_(lifecycle_done) lifecycle lc = {};
+        _cleanup_secret_ tg_secret *secret = NULL;
+        tg_seal_params params;
+        tg_lifecycle_result res;
+        tg_token t;
+        bool test;
+        int r;
+
+        r = lifecycle_begin(&lc, config, device, token);
+        if (r < 0)
+                return r;
+        if (lc.token.pin && !p->pin)
+                return log_error_rc(-TG_ERR_PIN_NEEDED, "Token %d needs a PIN.", lc.token_id);
+
+        params = seal_params_like(&lc.token, lc.token.pin ? p->pin : NULL);
+        if (p->pcr_bank)
+                params.pcr_bank = p->pcr_bank;
+        if (p->pcr_mask_set)
+                params.pcr_mask = p->pcr_mask;
+        if (p->explicit_values) {
+                if (p->explicit_values->bank != params.pcr_bank)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr values are for the %s bank, the new policy uses %s.",
+                                            tg_pcr_bank_to_string(p->explicit_values->bank),
+                                            tg_pcr_bank_to_string(params.pcr_bank));
+                if (p->explicit_values->given_mask & ~params.pcr_mask)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR the policy does not select.");
+                params.explicit_values = p->explicit_values;
+        }
+        test = !p->explicit_values;
+        if (!test)
+                log_warning("Sealing to given PCR values: the new seal cannot be test-unsealed until they are "
+                            "current. The recovery passphrase keeps working.");
+
+        if (p->unlock_passphrase) {
+                /* The old secret may be unsealable (PCRs changed): a new secret in a new keyslot. */
+                r = crypt_activate_by_passphrase(lc.cd, NULL, CRYPT_ANY_SLOT, (const char *) p->unlock_passphrase->data,
+                                                 p->unlock_passphrase->size, 0);
+                if (r < 0)
+                        return log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase: "
+                                            "nothing was changed.", device);
+                r = move_to_new_keyslot(&lc, "reseal", p->unlock_passphrase, &params, test, &res);
+                if (r < 0)
+                        return r;
+        } else {
+                r = unseal_current(&lc, p->pin, &secret);
+                if (r == -TG_ERR_PCR_MISMATCH)
+                        return log_error_rc(r, "The current PCR values no longer unseal token %d. Authorize the "
+                                            "reseal with the recovery passphrase: --unlock-key-file F.", lc.token_id);
+                if (r < 0)
+                        return r;
+                r = seal_and_test(&lc, &params, secret, lc.token.keyslot, test, &t);
+                if (r < 0)
+                        return log_error_rc(r, "Nothing was changed.");
+                r = replace_token(&lc, &t);
+                explicit_bzero(&t, sizeof t);
+                if (r < 0)
+                        return r;
+                res = (tg_lifecycle_result) { .token = lc.token_id, .keyslot = lc.token.keyslot, .old_keyslot = lc.token.keyslot };
+        }
+        if (ret)
+                *ret = res;
+        return 0;
+}
+
+int tg_remove(const char *device, int token, tg_lifecycle_result *ret) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        tg_token t;
+        bool valid;
+        int id, r;
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        r = markers_resolve_all(cd, device, NULL);
+        if (r < 0)
+                return r;
+        r = select_token(cd, device, token, true, &id, &t, &valid);
+        if (r < 0)
+                return r;
+        if (!valid)
+                log_warning("Token %d is malformed; removing the token only.", id);
+
+        if (keyslot_active(cd, t.keyslot)) {
+                if (keyslot_referenced(cd, t.keyslot, id))
+                        log_notice("Keyslot %d is also used by another token; keeping it.", t.keyslot);
+                else if (crypt_keyslot_status(cd, t.keyslot) == CRYPT_SLOT_ACTIVE_LAST)
+                        return log_error_rc(-TG_ERR_INVALID, "Keyslot %d of token %d is the last keyslot of %s: removing "
+                                            "it would leave no way to open the volume. Add a recovery passphrase "
+                                            "first ('cryptsetup luksAddKey %s'). Nothing was changed.",
+                                            t.keyslot, id, device, device);
+                else {
+                        /* Keyslot first: libcryptsetup unassigns it from the token in the same write. */
+                        r = keyslot_destroy(cd, t.keyslot);
+                        if (r < 0)
+                                return r;
+                        tg_fault_point("after-keyslot-destroy");
+                }
+        }
+        r = token_remove(cd, id);
+        if (r < 0)
+                return r;
+        tg_fault_point("after-token-remove");
+        if (ret)
+                *ret = (tg_lifecycle_result) { .token = id, .keyslot = -1, .old_keyslot = t.keyslot };
+        explicit_bzero(&t, sizeof t);
+        return 0;
+}
+
+int tg_cleanup(const char *device, unsigned *ret_actions) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        unsigned actions = 0;
+        int r;
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        r = markers_resolve_all(cd, device, &actions);
+        if (r < 0)
+                return r;
+        for (int id = 0; id < tokens_max(); id++) {
+                tg_token t;
+                if (!token_has_type(cd, id, TG_TOKEN_TYPE) || token_load(cd, id, &t) < 0)
+                        continue;
+                if (!keyslot_active(cd, t.keyslot)) {
+                        log_notice("Removing token %d: it has no keyslot.", id);
+                        r = token_remove(cd, id);
+                        if (r < 0)
+                                return r;
+                        actions++;
+                }
+                explicit_bzero(&t, sizeof t);
+        }
+        if (ret_actions)
+                *ret_actions = actions;
+        return 0;
+}
+
+/* ---- status ---- */
+
+/* "satisfied", "not-satisfied", or an error id: the policy digest recomputed from the current PCR values. */
+static const char *policy_state(tg_verified_tpm *v, const tg_token *t) {
+        bool satisfied;
+
+        if (!v || tg_token_policy_satisfied(v, t, &satisfied) < 0)
+                return "unknown";
+        return satisfied ? "satisfied" : "not-satisfied";
+}
+
+static json_object *json_pcr_list(uint32_t mask) {
+        json_object *a = json_object_new_array();
+
+        for (int i = 0; a && i < TG_PCR_COUNT; i++)
+                if (mask & (UINT32_C(1) << i))
+                        json_object_array_add(a, json_object_new_int(i));
+        return a;
+}
+
+static json_object *status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
+        json_object *o = json_object_new_object(), *da_json = NULL;
+        _cleanup_tpm_ tg_tpm *tpm = NULL;
+        tg_verify_report report = {};
+        tg_pinned_key pinned;
+        TPM2B_NAME kernel_name;
+        tg_da_state da;
+        int r, da_r = -TG_ERR_TPM_UNREACHABLE;
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "provisioned", json_object_new_boolean(tg_pinned_key_load(config->state_dir, &pinned) >= 0));
+        json_object_object_add(o, "kernel_null_name", json_object_new_string(
+                tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) >= 0 ? "present" : "absent"));
+        json_object_object_add(o, "kernel_null_name_policy",
+                               json_object_new_string(tg_null_name_policy_to_string(config->kernel_null_name)));
+        r = tg_verify(config, NULL, &report, ret_v);
+        json_object_object_add(o, "verification", json_object_new_string(r >= 0 ? "verified" : tg_err_id(r)));
+        if (r < 0)
+                json_object_object_add(o, "verification_message", json_object_new_string(tg_err_str(r)));
+
+        /* The DA state is no secret: read it over the verified TPM, or else directly. */
+        if (*ret_v)
+                da_r = tg_tpm_da_state(tg_vtpm_esys(*ret_v), &da);
+        else if (tg_tpm_open(config->tcti, &tpm) >= 0)
+                da_r = tg_tpm_da_state(tpm->esys, &da);
+        if (da_r >= 0 && (da_json = json_object_new_object())) {
+                json_object_object_add(da_json, "in_lockout", json_object_new_boolean(da.in_lockout));
+                json_object_object_add(da_json, "failures", json_object_new_int64(da.failures));
+                json_object_object_add(da_json, "max_failures", json_object_new_int64(da.max_failures));
+                json_object_object_add(da_json, "recovery_seconds", json_object_new_int64(da.recovery_seconds));
+                json_object_object_add(da_json, "lockout_recovery_seconds", json_object_new_int64(da.lockout_recovery_seconds));
+        }
+        json_object_object_add(o, "dictionary_attack", da_json);
+        return o;
+}
+
+int tg_status(const tg_config *config, const char *device, json_object **ret) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *cleanup_cmd = NULL;
+        json_object *tokens = json_object_new_array(), *keyslots = json_object_new_array(),
+                    *pending = json_object_new_array(), *orphans = json_object_new_array(), *tpm;
+        int r;
+
+        if (!o || !tokens || !keyslots || !pending || !orphans) {
+                json_object_put(tokens);
+                json_object_put(keyslots);
+                json_object_put(pending);
+                json_object_put(orphans);
+                return -TG_ERR_NOMEM;
+        }
+        json_object_object_add(o, "device", json_object_new_string(device));
+        json_object_object_add(o, "tokens", tokens);
+        json_object_object_add(o, "keyslots", keyslots);
+        json_object_object_add(o, "pending", pending);
+        json_object_object_add(o, "orphans", orphans);
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        r = tg_asprintf(&cleanup_cmd, "tpmguard cleanup %s", device);
+        if (r < 0)
+                return r;
+
+        tpm = status_tpm(config, &v);
+        if (!tpm)
+                return -TG_ERR_NOMEM;
+        json_object_object_add(o, "tpm", tpm);
+
+        for (int id = 0; id < tokens_max(); id++) {
+                json_object *e;
+                tg_token t;
+
+                if (token_has_type(cd, id, TG_TOKEN_TYPE)) {
+                        e = json_object_new_object();
+                        if (!e)
+                                return -TG_ERR_NOMEM;
+                        json_object_array_add(tokens, e);
+                        json_object_object_add(e, "token", json_object_new_int(id));
+                        if (token_load(cd, id, &t) < 0) {
+                                json_object_object_add(e, "valid", json_object_new_boolean(false));
+                                continue;
+                        }
+                        json_object_object_add(e, "valid", json_object_new_boolean(true));
+                        json_object_object_add(e, "keyslot", t.keyslot >= 0 ? json_object_new_int(t.keyslot) : NULL);
+                        json_object_object_add(e, "pcr_bank", json_object_new_string(tg_pcr_bank_to_string(t.pcr_bank)));
+                        json_object_object_add(e, "pcrs", json_pcr_list(t.pcr_mask));
+                        json_object_object_add(e, "pin", json_object_new_boolean(t.pin));
+                        if (t.pin)
+                                json_object_object_add(e, "pin_kdf_iterations", json_object_new_int64(t.pin_kdf_iterations));
+                        json_object_object_add(e, "pcr_policy", json_object_new_string(policy_state(v, &t)));
+                        if (!keyslot_active(cd, t.keyslot)) {
+                                json_object *orphan = json_object_new_object();
+                                if (!orphan)
+                                        return -TG_ERR_NOMEM;
+                                json_object_object_add(orphan, "token", json_object_new_int(id));
+                                json_object_object_add(orphan, "reason", json_object_new_string("token without a keyslot"));
+                                json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
+                                json_object_array_add(orphans, orphan);
+                        }
+                        explicit_bzero(&t, sizeof t);
+                } else if (token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
+                        const char *json = NULL;
+                        tg_pending_marker m;
+                        marker_plan p;
+
+                        e = json_object_new_object();
+                        if (!e)
+                                return -TG_ERR_NOMEM;
+                        json_object_array_add(pending, e);
+                        json_object_object_add(e, "marker_token", json_object_new_int(id));
+                        json_object_object_add(e, "cleanup", json_object_new_string(cleanup_cmd));
+                        if (crypt_token_json_get(cd, id, &json) < 0 || tg_pending_marker_from_string(json, &m) < 0) {
+                                json_object_object_add(e, "valid", json_object_new_boolean(false));
+                                continue;
+                        }
+                        marker_plan_make(cd, id, &m, &p);
+                        json_object_object_add(e, "valid", json_object_new_boolean(true));
+                        json_object_object_add(e, "operation", json_object_new_string(m.operation));
+                        json_object_object_add(e, "token", json_object_new_int(m.token));
+                        json_object_object_add(e, "old_keyslot", json_object_new_int(m.old_keyslot));
+                        json_object_object_add(e, "new_keyslot", json_object_new_int(m.new_keyslot));
+                        json_object_object_add(e, "resolution", json_object_new_string(p.roll_forward ? "complete" : "undo"));
+                        if (p.leftover_keyslot >= 0) {
+                                json_object *orphan = json_object_new_object();
+                                if (!orphan)
+                                        return -TG_ERR_NOMEM;
+                                json_object_object_add(orphan, "keyslot", json_object_new_int(p.leftover_keyslot));
+                                json_object_object_add(orphan, "reason", json_object_new_string(
+                                        p.roll_forward ? "old keyslot of an interrupted operation"
+                                                       : "new keyslot of an interrupted operation"));
+                                json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
+                                json_object_array_add(orphans, orphan);
+                        }
+                }
+        }
+
+        for (int k = 0; k < keyslots_max(); k++) {
+                json_object *e, *users;
+                if (!keyslot_active(cd, k))
+                        continue;
+                e = json_object_new_object();
+                users = json_object_new_array();
+                if (!e || !users) {
+                        json_object_put(e);
+                        json_object_put(users);
+                        return -TG_ERR_NOMEM;
+                }
+                json_object_object_add(e, "keyslot", json_object_new_int(k));
+                for (int id = 0; id < tokens_max(); id++)
+                        if (token_references(cd, id, k))
+                                json_object_array_add(users, json_object_new_int(id));
+                json_object_object_add(e, "tokens", users);
+                json_object_array_add(keyslots, e);
+        }
+
+        json_object_object_add(o, "cleanup_needed", json_object_new_boolean(
+                json_object_array_length(pending) > 0 || json_object_array_length(orphans) > 0));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+void tg_status_print(json_object *s, FILE *f) {
+        json_object *v, *tokens, *keyslots, *pending, *orphans, *tpm, *da;
+
+        json_object_object_get_ex(s, "device", &v);
+        fprintf(f, "Volume %s\n", json_object_get_string(v));
+        json_object_object_get_ex(s, "tokens", &tokens);
+        if (json_object_array_length(tokens) == 0)
+                fprintf(f, "  no tpmguard token\n");
+        for (size_t i = 0; i < json_object_array_length(tokens); i++) {
+                json_object *t = json_object_array_get_idx(tokens, i), *x, *pcrs;
+                json_object_object_get_ex(t, "token", &x);
+                fprintf(f, "  token %d:", json_object_get_int(x));
+                if (json_object_object_get_ex(t, "valid", &x) && !json_object_get_boolean(x)) {
+                        fprintf(f, " malformed\n");
+                        continue;
+                }
+                if (json_object_object_get_ex(t, "keyslot", &x) && x)
+                        fprintf(f, " keyslot %d,", json_object_get_int(x));
+                else
+                        fprintf(f, " no keyslot,");
+                json_object_object_get_ex(t, "pcr_bank", &x);
+                fprintf(f, " %s PCRs", json_object_get_string(x));
+                json_object_object_get_ex(t, "pcrs", &pcrs);
+                for (size_t k = 0; k < json_object_array_length(pcrs); k++)
+                        fprintf(f, "%s%d", k ? "," : " ", json_object_get_int(json_object_array_get_idx(pcrs, k)));
+                json_object_object_get_ex(t, "pin", &x);
+                fprintf(f, ", %s", json_object_get_boolean(x) ? "PIN" : "no PIN");
+                json_object_object_get_ex(t, "pcr_policy", &x);
+                fprintf(f, ", current PCR values: %s\n", json_object_get_string(x));
+        }
+        json_object_object_get_ex(s, "keyslots", &keyslots);
+        fprintf(f, "  keyslots:");
+        for (size_t i = 0; i < json_object_array_length(keyslots); i++) {
+                json_object *k = json_object_array_get_idx(keyslots, i), *x, *users;
+                json_object_object_get_ex(k, "keyslot", &x);
+                json_object_object_get_ex(k, "tokens", &users);
+                fprintf(f, " %d%s", json_object_get_int(x),
+                        json_object_array_length(users) ? "(token)" : "(passphrase)");
+        }
+        fprintf(f, "\n");
+        json_object_object_get_ex(s, "pending", &pending);
+        for (size_t i = 0; i < json_object_array_length(pending); i++) {
+                json_object *p = json_object_array_get_idx(pending, i), *x, *y;
+                json_object_object_get_ex(p, "marker_token", &x);
+                if (json_object_object_get_ex(p, "operation", &y))
+                        fprintf(f, "  interrupted %s (marker token %d)\n", json_object_get_string(y), json_object_get_int(x));
+                else
+                        fprintf(f, "  malformed pending marker (token %d)\n", json_object_get_int(x));
+        }
+        json_object_object_get_ex(s, "orphans", &orphans);
+        for (size_t i = 0; i < json_object_array_length(orphans); i++) {
+                json_object *p = json_object_array_get_idx(orphans, i), *x, *why;
+                json_object_object_get_ex(p, "reason", &why);
+                if (json_object_object_get_ex(p, "keyslot", &x))
+                        fprintf(f, "  orphan keyslot %d (%s)\n", json_object_get_int(x), json_object_get_string(why));
+                else if (json_object_object_get_ex(p, "token", &x))
+                        fprintf(f, "  orphan token %d (%s)\n", json_object_get_int(x), json_object_get_string(why));
+        }
+        if (json_object_object_get_ex(s, "cleanup_needed", &v) && json_object_get_boolean(v)) {
+                json_object_object_get_ex(s, "device", &v);
+                fprintf(f, "  clean up with: tpmguard cleanup %s\n", json_object_get_string(v));
+        }
+        json_object_object_get_ex(s, "tpm", &tpm);
+        json_object_object_get_ex(tpm, "provisioned", &v);
+        fprintf(f, "TPM: %s", json_object_get_boolean(v) ? "provisioned" : "not provisioned");
+        json_object_object_get_ex(tpm, "verification", &v);
+        fprintf(f, ", verification: %s", json_object_get_string(v));
+        json_object_object_get_ex(tpm, "kernel_null_name", &v);
+        fprintf(f, ", kernel null_name: %s", json_object_get_string(v));
+        json_object_object_get_ex(tpm, "kernel_null_name_policy", &v);
+        fprintf(f, " (policy: %s)\n", json_object_get_string(v));
+        if (json_object_object_get_ex(tpm, "dictionary_attack", &da) && da) {
+                json_object *lock, *fails, *max, *rec;
+                json_object_object_get_ex(da, "in_lockout", &lock);
+                json_object_object_get_ex(da, "failures", &fails);
+                json_object_object_get_ex(da, "max_failures", &max);
+                json_object_object_get_ex(da, "recovery_seconds", &rec);
+                fprintf(f, "DA: %s, %d of %d failures, one forgiven every %d s\n",
+                        json_object_get_boolean(lock) ? "IN LOCKOUT" : "not locked out",
+                        json_object_get_int(fails), json_object_get_int(max), json_object_get_int(rec));
+        } else
+                fprintf(f, "DA: unknown (TPM unreachable)\n");
+}
