@@ -39,17 +39,9 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         r = tg_tpm_open(config->tcti, &tpm);
         if (r < 0)
                 return r;
-        if (options->endorsement_auth) {
-                TPM2B_AUTH auth = {};
-                if (options->endorsement_auth->size > sizeof auth.buffer)
-                        return log_error_rc(-TG_ERR_INVALID, "The endorsement password is too long.");
-                auth.size = (UINT16) options->endorsement_auth->size;
-                memcpy(auth.buffer, options->endorsement_auth->data, auth.size);
-                rc = Esys_TR_SetAuth(tpm->esys, ESYS_TR_RH_ENDORSEMENT, &auth);
-                explicit_bzero(&auth, sizeof auth);
-                if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "Esys_TR_SetAuth");
-        }
+        r = tg_tpm_set_hierarchy_auth(tpm->esys, ESYS_TR_RH_ENDORSEMENT, options->endorsement_auth, "endorsement");
+        if (r < 0)
+                return r;
 
         tg_progress("Provisioning: creating the EK signing key...");
         tg_template_ek_signing_key(&tmpl);

@@ -145,21 +145,6 @@ int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
         return 0;
 }
 
-static int set_hierarchy_auth(ESYS_CONTEXT *esys, ESYS_TR hierarchy, const tg_secret *auth_secret) {
-        TPM2B_AUTH auth = {};
-        TSS2_RC rc;
-
-        if (!auth_secret)
-                return 0;
-        if (auth_secret->size > sizeof auth.buffer)
-                return log_error_rc(-TG_ERR_INVALID, "The hierarchy password is too long.");
-        auth.size = (UINT16) auth_secret->size;
-        memcpy(auth.buffer, auth_secret->data, auth.size);
-        rc = Esys_TR_SetAuth(esys, hierarchy, &auth);
-        explicit_bzero(&auth, sizeof auth);
-        return rc == TSS2_RC_SUCCESS ? 0 : tg_tpm_rc(rc, "Esys_TR_SetAuth");
-}
-
 static int names_equal(const TPM2B_NAME *a, const TPM2B_NAME *b) {
         return a->size == b->size && memcmp(a->name, b->name, a->size) == 0;
 }
@@ -216,7 +201,7 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
         TSS2_RC rc;
         int r;
 
-        r = set_hierarchy_auth(esys, ESYS_TR_RH_OWNER, owner_auth);
+        r = tg_tpm_set_hierarchy_auth(esys, ESYS_TR_RH_OWNER, owner_auth, "owner");
         if (r < 0)
                 return r;
 

@@ -7,6 +7,7 @@
 #include "error.h"
 #include "fault.h"
 #include "log.h"
+#include "secret.h"
 #include <tss2/tss2_sys.h>
 
 #include "tpm.h"
@@ -115,6 +116,21 @@ void tg_handle_release(tg_handle *h) {
                 }
         }
         h->tr = ESYS_TR_NONE;
+}
+
+int tg_tpm_set_hierarchy_auth(ESYS_CONTEXT *esys, ESYS_TR hierarchy, const tg_secret *secret, const char *what) {
+        TPM2B_AUTH auth = {};
+        TSS2_RC rc;
+
+        if (!secret)
+                return 0;
+        if (secret->size > sizeof auth.buffer)
+                return log_error_rc(-TG_ERR_INVALID, "The %s password is too long.", what);
+        auth.size = (UINT16) secret->size;
+        memcpy(auth.buffer, secret->data, auth.size);
+        rc = Esys_TR_SetAuth(esys, hierarchy, &auth);
+        explicit_bzero(&auth, sizeof auth);
+        return rc == TSS2_RC_SUCCESS ? 0 : tg_tpm_rc(rc, "Esys_TR_SetAuth");
 }
 
 void tg_template_srk_ecc(TPM2B_PUBLIC *ret) {

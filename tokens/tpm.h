@@ -60,6 +60,13 @@ void tg_handle_release(tg_handle *h);
 /* The persistent SRK's handle (TCG Provisioning Guidance; systemd uses the same). */
 #define TG_SRK_HANDLE UINT32_C(0x81000001)
 
+/*
+ * Sets a hierarchy's authValue in ESAPI from a secret (NULL: leave it empty),
+ * wiping the copy. what names the hierarchy in the message ("owner", ...).
+ */
+struct tg_secret;
+int tg_tpm_set_hierarchy_auth(ESYS_CONTEXT *esys, ESYS_TR hierarchy, const struct tg_secret *secret, const char *what);
+
 /* Templates (design §3). */
 /* TCG Provisioning Guidance SRK ECC "H" template: the kernel's NULL primary, and the owner SRK. */
 void tg_template_srk_ecc(TPM2B_PUBLIC *ret);

@@ -347,17 +347,10 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         v->hmac_session.esys = v->tpm->esys;
         v->srk.esys = v->tpm->esys;
 
-        if (options && options->endorsement_auth) {
-                TPM2B_AUTH auth = {};
-                if (options->endorsement_auth->size > sizeof auth.buffer)
-                        return log_error_rc(-TG_ERR_INVALID, "The endorsement password is too long.");
-                auth.size = (UINT16) options->endorsement_auth->size;
-                memcpy(auth.buffer, options->endorsement_auth->data, auth.size);
-                rc = Esys_TR_SetAuth(v->tpm->esys, ESYS_TR_RH_ENDORSEMENT, &auth);
-                explicit_bzero(&auth, sizeof auth);
-                if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "Esys_TR_SetAuth");
-        }
+        r = tg_tpm_set_hierarchy_auth(v->tpm->esys, ESYS_TR_RH_ENDORSEMENT,
+                                      options ? options->endorsement_auth : NULL, "endorsement");
+        if (r < 0)
+                return r;
 
         if (ret_vtpm && options && options->use_cache) {
                 r = verify_from_cache(config, v, report->kernel_null_name_present ? &kernel_null_name : NULL,
