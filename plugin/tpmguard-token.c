@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * libcryptsetup-token-tpmguard.so: the libcryptsetup token ABI and nothing
- * else. Every decision lives in the core (tokens/); this file translates
+ * else. Every decision lives in the core (the floors lib/, trust/ and tokens/); this file translates
  * arguments in, and the core's error space out to libcryptsetup's errno
- * contract (tokens/error.c), once.
+ * contract (lib/error.c), once.
  */
 #include <errno.h>
 #include <libcryptsetup.h>

@@ -20,13 +20,3 @@
 
 /* authValue = PBKDF2-HMAC-SHA256(pin, salt, iterations, 32 bytes), in a tg_secret. */
 int tg_pin_derive_auth(const tg_secret *pin, const uint8_t *salt, size_t salt_size, uint32_t iterations, tg_secret **ret);
-
-/*
- * Reads a PIN: from a file or "-" (stdin) — the first line, its newline
- * ("\n" or "\r\n") stripped, nothing read past it — or, when file is NULL,
- * from the controlling terminal without echo (prompt on /dev/tty; with
- * confirm, asked twice and both must be equal). Never from argv or the
- * environment. prompt and confirm apply to the terminal only. An empty PIN is -TG_ERR_CANCELLED; a PIN longer than
- * TG_PIN_MAX bytes, or containing a NUL byte, is -TG_ERR_INVALID.
- */
-int tg_pin_read(const char *file, const char *prompt, bool confirm, tg_secret **ret);

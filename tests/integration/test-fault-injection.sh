@@ -3,7 +3,7 @@
 # Crash safety of the lifecycle commands, by fault injection: for each of
 # change-pin, rotate, reseal (by unseal and by recovery passphrase) and
 # remove, kill the process at fault point 1, 2, 3, ... (after every
-# libcryptsetup header write and every TPM command; tokens/fault.h) until
+# libcryptsetup header write and every TPM command; lib/fault.h) until
 # a run completes without reaching the point. After every kill:
 #   - the recovery passphrase opens the volume;
 #   - the old or the new TPM credential unlocks through the plugin and the

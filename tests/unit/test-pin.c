@@ -13,6 +13,7 @@
 
 #include "error.h"
 #include "pin.h"
+#include "prompt.h"
 #include "util.h"
 #include "log.h"
 

@@ -17,6 +17,7 @@
 #include "lifecycle.h"
 #include "log.h"
 #include "pin.h"
+#include "prompt.h"
 #include "pinned.h"
 #include "luks.h"
 #include "provision.h"

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+
+#include "pin.h"
+#include "secret.h"
+
+/*
+ * Reads a PIN: from a file or "-" (stdin) — the first line, its newline
+ * ("\n" or "\r\n") stripped, nothing read past it — or, when file is NULL,
+ * from the controlling terminal without echo (prompt on /dev/tty; with
+ * confirm, asked twice and both must be equal). Never from argv or the
+ * environment. prompt and confirm apply to the terminal only. An empty PIN is -TG_ERR_CANCELLED; a PIN longer than
+ * TG_PIN_MAX bytes, or containing a NUL byte, is -TG_ERR_INVALID.
+ */
+int tg_pin_read(const char *file, const char *prompt, bool confirm, tg_secret **ret);
