@@ -24,6 +24,7 @@
 #include "seal.h"
 #include "token.h"
 #include "secret.h"
+#include "status.h"
 #include "tpmguard-config.h"
 #include "util.h"
 #include "verify.h"

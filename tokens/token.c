@@ -8,6 +8,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "json-util.h"
 #include "log.h"
 #include "token.h"
 #include "util.h"
@@ -92,51 +93,30 @@ static int base64_encode(const uint8_t *data, size_t size, char **ret) {
         return 0;
 }
 
-/* Looks up key in obj and checks its JSON type; a missing key is an error only when required. */
+/* Looks up key in obj and checks its JSON type (lib/json-util.h); a missing key is an error only when required. */
 static int field_get(json_object *obj, const char *key, const char *field, json_type type, bool required,
                      json_object **ret) {
-        json_object *v = NULL;
+        char problem[TG_JSON_PROBLEM_MAX];
+        int r;
 
-        if (!json_object_object_get_ex(obj, key, &v)) {
-                if (required)
-                        return token_error(field, "missing");
-                *ret = NULL;
-                return 0;
-        }
-        if (!json_object_is_type(v, type))
-                return token_error(field, "must be %s %s, not %s",
-                                   type == json_type_array || type == json_type_object || type == json_type_int ? "an" : "a",
-                                   type == json_type_int ? "integer" : json_type_to_name(type),
-                                   v ? json_type_to_name(json_object_get_type(v)) : "null");
-        *ret = v;
-        return 0;
+        r = tg_json_get(obj, key, type, required, ret, problem, sizeof problem);
+        return r == -TG_ERR_INVALID ? token_error(field, "%s", problem) : r;
 }
 
 static int hex_field(json_object *obj, const char *key, size_t size, bool required, uint8_t *buf, bool *ret_present) {
         _cleanup_free_ uint8_t *bytes = NULL;
-        json_object *v;
-        const char *s;
-        size_t len, n = 0;
+        char problem[TG_JSON_PROBLEM_MAX];
+        size_t n = 0;
         int r;
 
-        r = field_get(obj, key, key, json_type_string, required, &v);
+        r = tg_json_get_hex(obj, key, size, size, required, &bytes, &n, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return token_error(key, "%s", problem);
         if (r < 0)
                 return r;
-        if (!v) {
-                *ret_present = false;
-                return 0;
-        }
-        s = json_object_get_string(v);
-        len = strlen(s);
-        if (len != size * 2)
-                return token_error(key, "%zu hex digits, expected %zu (%zu bytes)", len, size * 2, size);
-        r = tg_hex_decode(s, len, &bytes, &n);
-        if (r == -TG_ERR_NOMEM)
-                return r;
-        if (r < 0 || n != size)
-                return token_error(key, "not a hex string");
-        memcpy(buf, bytes, size);
-        *ret_present = true;
+        *ret_present = bytes != NULL;
+        if (bytes)
+                memcpy(buf, bytes, size);
         return 0;
 }
 

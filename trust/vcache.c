@@ -113,15 +113,11 @@ int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_ke
 }
 
 static int get_hex(json_object *o, const char *key, size_t max, uint8_t **ret, size_t *ret_size) {
-        json_object *v;
-        const char *s;
+        char problem[TG_JSON_PROBLEM_MAX];
+        int r;
 
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return log_debug_rc(-TG_ERR_INVALID, "cache: field \"%s\" missing.", key);
-        s = json_object_get_string(v);
-        if (strlen(s) > 2 * max || tg_hex_decode(s, strlen(s), ret, ret_size) < 0)
-                return log_debug_rc(-TG_ERR_INVALID, "cache: field \"%s\" malformed.", key);
-        return 0;
+        r = tg_json_get_hex(o, key, 1, max, true, ret, ret_size, problem, sizeof problem);
+        return r == -TG_ERR_INVALID ? log_debug_rc(r, "cache: field \"%s\" %s.", key, problem) : r;
 }
 
 static bool name_equals(const TPM2B_NAME *n, const uint8_t *bytes, size_t size) {
