@@ -76,6 +76,7 @@ static void help(void) {
                "  remove DEV  Remove a token and its keyslot (never the last keyslot)\n"
                "  status DEV  Tokens, keyslots, PCR policy state, interrupted operations, TPM state\n"
                "  cleanup DEV Finish or undo interrupted operations, remove orphans\n"
+               "  config get KEY  Print the effective value of a tpmguard.conf setting\n"
                "\n"
                "Options:\n"
                "  -c --config FILE             Configuration file (default %s)\n"
@@ -612,6 +613,29 @@ static int cmd_cleanup(const cli *c) {
         return 0;
 }
 
+/*
+ * tpmguard config get KEY: the effective value of a setting. The boot
+ * scripts, the initramfs-tools hook and the dracut module ask this instead
+ * of parsing tpmguard.conf with sed, so there is one parser (lib/config.c)
+ * and the scripts see exactly what the binary will use.
+ */
+static int cmd_config(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_free_ char *value = NULL;
+        int r;
+
+        if (c->n_args != 2 || strcmp(c->args[0], "get") != 0)
+                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard config get KEY");
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_config_get(config, c->args[1], &value);
+        if (r < 0)
+                return r;
+        printf("%s\n", value);
+        return 0;
+}
+
 static int cmd_status(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_(json_object_putp) json_object *status = NULL;
@@ -687,6 +711,7 @@ int main(int argc, char *argv[]) {
                 { "remove", cmd_remove },
                 { "status", cmd_status },
                 { "cleanup", cmd_cleanup },
+                { "config", cmd_config },
         };
         cli c = { .keyslot = CRYPT_ANY_SLOT, .token = CRYPT_ANY_TOKEN };
         int opt, r;

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <tss2/tss2_tpm2_types.h>
@@ -171,6 +172,39 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
                 return 0;
         }
         return log_error_rc(-TG_ERR_CONFIG, "%s:%u: unknown setting \"%s\".", origin, line, key);
+}
+
+int tg_config_get(const tg_config *c, const char *key, char **ret) {
+        const char *s = NULL;
+        char buf[96], *copy;
+
+        assert(c);
+        assert(key);
+
+        if (strcmp(key, "tcti") == 0)
+                s = c->tcti;
+        else if (strcmp(key, "state_dir") == 0)
+                s = c->state_dir;
+        else if (strcmp(key, "null_name_path") == 0)
+                s = c->null_name_path ?: "";
+        else if (strcmp(key, "ek_ca") == 0)
+                s = c->ek_ca ?: "";
+        else if (strcmp(key, "cache_dir") == 0)
+                s = c->cache_dir;
+        else if (strcmp(key, "kernel_null_name") == 0)
+                s = tg_null_name_policy_to_string(c->kernel_null_name);
+        else if (strcmp(key, "pcr_bank") == 0)
+                s = tg_pcr_bank_to_string(c->pcr_bank);
+        else if (strcmp(key, "pcrs") == 0) {
+                tg_pcr_list_format(c->pcr_mask, buf, sizeof buf);
+                s = buf;
+        } else
+                return log_error_rc(-TG_ERR_INVALID, "Unknown setting \"%s\" (see tpmguard.conf(5)).", key);
+        copy = strdup(s);
+        if (!copy)
+                return -TG_ERR_NOMEM;
+        *ret = copy;
+        return 0;
 }
 
 int tg_config_parse(const char *text, const char *origin, tg_config **ret) {

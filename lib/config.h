@@ -36,6 +36,12 @@ int tg_config_load(const char *path, tg_config **ret);
 /* Parses configuration text; origin names the source in messages. */
 int tg_config_parse(const char *text, const char *origin, tg_config **ret);
 void tg_config_free(tg_config *c);
+/*
+ * The effective value of one setting, as text in the file's syntax (defaults
+ * applied; "" for an unset optional path): what `tpmguard config get KEY`
+ * prints, so that shell code never parses tpmguard.conf itself.
+ */
+int tg_config_get(const tg_config *c, const char *key, char **ret);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tg_config *, tg_config_free);
 #define _cleanup_config_ _cleanup_(tg_config_freep)
 
