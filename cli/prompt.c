@@ -24,7 +24,7 @@
  * '\n'), read one byte at a time so that nothing after the newline is taken
  * from a shared stdin.
  */
-static int pin_read_line(int fd, const char *origin, tg_secret **ret) {
+static int pin_read_line(int fd, const char *origin, const char *what, tg_secret **ret) {
         _cleanup_secret_ tg_secret *s = NULL;
         size_t n = 0;
         char c = 0;
@@ -39,13 +39,13 @@ static int pin_read_line(int fd, const char *origin, tg_secret **ret) {
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        r = log_error_rc(-TG_ERR_IO, "Cannot read the PIN from %s: %m", origin);
+                        r = log_error_rc(-TG_ERR_IO, "Cannot read the %s from %s: %m", what, origin);
                         break;
                 }
                 if (k == 0 || c == '\n')
                         break;
                 if (n == TG_PIN_MAX + 1) {
-                        r = log_error_rc(-TG_ERR_INVALID, "The PIN from %s is longer than %d bytes.", origin, TG_PIN_MAX);
+                        r = log_error_rc(-TG_ERR_INVALID, "The %s from %s is longer than %d bytes.", what, origin, TG_PIN_MAX);
                         break;
                 }
                 s->data[n++] = (uint8_t) c;
@@ -57,11 +57,11 @@ static int pin_read_line(int fd, const char *origin, tg_secret **ret) {
         if (n > 0 && s->data[n - 1] == '\r')
                 n--;
         if (n > TG_PIN_MAX)
-                return log_error_rc(-TG_ERR_INVALID, "The PIN from %s is longer than %d bytes.", origin, TG_PIN_MAX);
+                return log_error_rc(-TG_ERR_INVALID, "The %s from %s is longer than %d bytes.", what, origin, TG_PIN_MAX);
         if (n == 0)
-                return log_error_rc(-TG_ERR_CANCELLED, "No PIN given on %s: cancelled.", origin);
+                return log_error_rc(-TG_ERR_CANCELLED, "No %s given on %s: cancelled.", what, origin);
         if (memchr(s->data, '\0', n))
-                return log_error_rc(-TG_ERR_INVALID, "The PIN from %s contains a NUL byte.", origin);
+                return log_error_rc(-TG_ERR_INVALID, "The %s from %s contains a NUL byte.", what, origin);
         s->size = n;
         *ret = TAKE_PTR(s);
         return 0;
@@ -75,7 +75,7 @@ static int write_all(int fd, const char *text) {
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return log_error_rc(-TG_ERR_IO, "Cannot write the PIN prompt to the terminal: %m");
+                        return log_error_rc(-TG_ERR_IO, "Cannot write the prompt to the terminal: %m");
                 }
                 text += k;
                 left -= (size_t) k;
@@ -84,33 +84,35 @@ static int write_all(int fd, const char *text) {
 }
 
 /* Runs with echo off: asks once, or twice and compares. */
-static int tty_ask(int fd, const char *prompt, bool confirm, tg_secret **ret) {
+static int tty_ask(int fd, const char *prompt, const char *what, bool confirm, tg_secret **ret) {
+        char repeat[64];
         _cleanup_secret_ tg_secret *first = NULL, *second = NULL;
         int r;
 
         r = write_all(fd, prompt);
         if (r < 0)
                 return r;
-        r = pin_read_line(fd, "the terminal", &first);
+        r = pin_read_line(fd, "the terminal", what, &first);
         if (r < 0 || !confirm) {
                 if (r >= 0)
                         *ret = TAKE_PTR(first);
                 return r;
         }
 
-        r = write_all(fd, "Repeat the PIN: ");
+        snprintf(repeat, sizeof repeat, "Repeat the %s: ", what);
+        r = write_all(fd, repeat);
         if (r < 0)
                 return r;
-        r = pin_read_line(fd, "the terminal", &second);
+        r = pin_read_line(fd, "the terminal", what, &second);
         if (r < 0)
                 return r;
         if (first->size != second->size || !memeq_const(first->data, second->data, first->size))
-                return log_error_rc(-TG_ERR_INVALID, "The two PINs differ. Nothing was changed; try again.");
+                return log_error_rc(-TG_ERR_INVALID, "The two %ss differ. Nothing was changed; try again.", what);
         *ret = TAKE_PTR(first);
         return 0;
 }
 
-static int pin_read_tty(const char *prompt, bool confirm, tg_secret **ret) {
+static int pin_read_tty(const char *prompt, const char *what, bool confirm, tg_secret **ret) {
         _cleanup_close_ int fd = -1;
         struct termios saved, quiet;
         int r;
@@ -118,15 +120,16 @@ static int pin_read_tty(const char *prompt, bool confirm, tg_secret **ret) {
         fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
         if (fd < 0 || tcgetattr(fd, &saved) < 0)
                 return log_error_rc(-TG_ERR_PIN_NEEDED,
-                                    "No terminal to ask for the PIN on (%m). Give the PIN in a file, or \"-\" for standard input.");
+                                    "No terminal to ask for the %s on (%m). Give the %s in a file, or \"-\" for standard "
+                                    "input.", what, what);
 
         quiet = saved;
         quiet.c_lflag &= ~(tcflag_t) (ECHO | ECHOE | ECHOK);
         quiet.c_lflag |= ICANON | ECHONL;
         if (tcsetattr(fd, TCSAFLUSH, &quiet) < 0)
-                return log_error_rc(-TG_ERR_IO, "Cannot switch off terminal echo for the PIN: %m");
+                return log_error_rc(-TG_ERR_IO, "Cannot switch off terminal echo for the %s: %m", what);
 
-        r = tty_ask(fd, prompt, confirm, ret);
+        r = tty_ask(fd, prompt, what, confirm, ret);
 
         /* Restore on every path; flush whatever was typed ahead while echo was off. */
         if (tcsetattr(fd, TCSAFLUSH, &saved) < 0)
@@ -134,17 +137,25 @@ static int pin_read_tty(const char *prompt, bool confirm, tg_secret **ret) {
         return r;
 }
 
-int tg_pin_read(const char *file, const char *prompt, bool confirm, tg_secret **ret) {
+static int secret_read(const char *file, const char *prompt, const char *what, bool confirm, tg_secret **ret) {
         _cleanup_close_ int fd = -1;
 
         if (!file)
-                return pin_read_tty(prompt ? prompt : "PIN: ", confirm, ret);
+                return pin_read_tty(prompt, what, confirm, ret);
         if (strcmp(file, "-") == 0)
-                return pin_read_line(STDIN_FILENO, "standard input", ret);
+                return pin_read_line(STDIN_FILENO, "standard input", what, ret);
 
         fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return log_error_rc(errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO,
-                                    "Cannot open the PIN file %s: %m", file);
-        return pin_read_line(fd, file, ret);
+                                    "Cannot open the %s file %s: %m", what, file);
+        return pin_read_line(fd, file, what, ret);
+}
+
+int tg_pin_read(const char *file, const char *prompt, bool confirm, tg_secret **ret) {
+        return secret_read(file, prompt ? prompt : "PIN: ", "PIN", confirm, ret);
+}
+
+int tg_passphrase_read(const char *file, const char *prompt, bool confirm, tg_secret **ret) {
+        return secret_read(file, prompt ? prompt : "Passphrase: ", "passphrase", confirm, ret);
 }

@@ -15,3 +15,7 @@
  * TG_PIN_MAX bytes, or containing a NUL byte, is -TG_ERR_INVALID.
  */
 int tg_pin_read(const char *file, const char *prompt, bool confirm, tg_secret **ret);
+
+/* The same for a passphrase a person types (tpmguard passwd): the same rules
+ * and limits (TG_PIN_MAX bytes), messages that say "passphrase". */
+int tg_passphrase_read(const char *file, const char *prompt, bool confirm, tg_secret **ret);

@@ -141,6 +141,19 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                 json_object_array_add(orphans, orphan);
                         }
                         explicit_bzero(&t, sizeof t);
+                } else if (tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE)) {
+                        bool names_one = false;
+                        for (int k = 0; k < tg_luks_keyslots_max() && !names_one; k++)
+                                names_one = tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k);
+                        if (!names_one) {
+                                json_object *orphan = json_object_new_object();
+                                if (!orphan)
+                                        return -TG_ERR_NOMEM;
+                                json_object_object_add(orphan, "token", json_object_new_int(id));
+                                json_object_object_add(orphan, "reason", json_object_new_string("recovery-key label without a keyslot"));
+                                json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
+                                json_object_array_add(orphans, orphan);
+                        }
                 } else if (tg_luks_token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
                         const char *json = NULL;
                         tg_pending_marker m;
@@ -159,8 +172,10 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                         tg_pending_marker_plan(cd, id, &m, &p);
                         json_object_object_add(e, "valid", json_object_new_boolean(true));
                         json_object_object_add(e, "operation", json_object_new_string(m.operation));
-                        json_object_object_add(e, "token", json_object_new_int(m.token));
-                        json_object_object_add(e, "old_keyslot", json_object_new_int(m.old_keyslot));
+                        json_object_object_add(e, "token", m.token >= 0 ? json_object_new_int(m.token) : NULL);
+                        json_object_object_add(e, "old_keyslot", m.old_keyslot >= 0 ? json_object_new_int(m.old_keyslot) : NULL);
+                        if (tg_pending_marker_is_passphrase_op(&m))
+                                json_object_object_add(e, "committed", json_object_new_boolean(m.committed));
                         json_object_object_add(e, "new_keyslot", json_object_new_int(m.new_keyslot));
                         json_object_object_add(e, "resolution", json_object_new_string(p.roll_forward ? "complete" : "undo"));
                         if (p.leftover_keyslot >= 0) {
@@ -190,9 +205,14 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                 }
                 json_object_object_add(e, "keyslot", json_object_new_int(k));
                 for (int id = 0; id < tg_luks_tokens_max(); id++)
-                        if (tg_luks_token_references(cd, id, k))
+                        if (tg_luks_token_references(cd, id, k) && !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE))
                                 json_object_array_add(users, json_object_new_int(id));
                 json_object_object_add(e, "tokens", users);
+                /* What the header says it is (attacker-editable, so only reported): a token's keyslot, a
+                 * recovery key labelled by tpmguard recovery-key, or else a passphrase someone types. */
+                json_object_object_add(e, "kind", json_object_new_string(
+                        json_object_array_length(users) > 0 ? "token" :
+                        tg_luks_keyslot_is_recovery_key(cd, k) ? "recovery-key" : "passphrase"));
                 json_object_array_add(keyslots, e);
         }
 
@@ -235,11 +255,10 @@ void tg_status_print(json_object *s, FILE *f) {
         json_object_object_get_ex(s, "keyslots", &keyslots);
         fprintf(f, "  keyslots:");
         for (size_t i = 0; i < json_object_array_length(keyslots); i++) {
-                json_object *k = json_object_array_get_idx(keyslots, i), *x, *users;
+                json_object *k = json_object_array_get_idx(keyslots, i), *x, *kind;
                 json_object_object_get_ex(k, "keyslot", &x);
-                json_object_object_get_ex(k, "tokens", &users);
-                fprintf(f, " %d%s", json_object_get_int(x),
-                        json_object_array_length(users) ? "(token)" : "(passphrase)");
+                json_object_object_get_ex(k, "kind", &kind);
+                fprintf(f, " %d(%s)", json_object_get_int(x), json_object_get_string(kind));
         }
         fprintf(f, "\n");
         json_object_object_get_ex(s, "pending", &pending);

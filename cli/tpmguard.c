@@ -22,6 +22,7 @@
 #include "pinned.h"
 #include "luks.h"
 #include "provision.h"
+#include "qr.h"
 #include "seal.h"
 #include "token.h"
 #include "secret.h"
@@ -56,6 +57,9 @@ typedef struct cli {
         const char *crypttab;
         int token;
         const char *new_pin_file;
+        const char *new_passphrase_file;
+        int replace;
+        uint32_t iter_time;
         char **args;
         int n_args;
 } cli;
@@ -67,7 +71,8 @@ enum {
         OPT_CONFIG, OPT_TCTI, OPT_NULL_NAME, OPT_JSON, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
         OPT_RECORD, OPT_EK_CERT, OPT_EK_CA, OPT_EK_INTERMEDIATES, OPT_OUTPUT, OPT_EAUTH, OPT_OWNER_AUTH,
         OPT_PIN_FILE, OPT_NO_PIN, OPT_UNLOCK_KEY_FILE, OPT_SECRET_FILE, OPT_PCRS, OPT_PCR_BANK, OPT_PCR,
-        OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE,
+        OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE,
+        OPT_ITER_TIME,
         _OPT_MAX,
 };
 
@@ -99,11 +104,15 @@ static const struct option_doc {
         [OPT_PCRS]             = { "pcrs", 0, "LIST", "PCRs to seal to, e.g. 7 or 0,2,7 (default: pcrs setting)" },
         [OPT_PCR_BANK]         = { "pcr-bank", 0, "BANK", "sha256 (default: pcr_bank setting), sha1, sha384, sha512" },
         [OPT_PCR]              = { "pcr", 0, "N=BANK:HEX", "Seal to this value instead of the current one (repeatable)" },
-        [OPT_KEY_SLOT]         = { "key-slot", 0, "N", "Keyslot for the new secret (default: first free)" },
+        [OPT_KEY_SLOT]         = { "key-slot", 0, "N", "enroll: keyslot for the new secret (default: first free); "
+                                                       "passwd: the passphrase keyslot to change" },
         [OPT_INITRD]           = { "initrd", 0, "FILE", "The initrd to inspect (default /boot/initrd.img-$(uname -r))" },
         [OPT_CRYPTTAB]         = { "crypttab", 0, "FILE", "Where to find volumes when none is given (default /etc/crypttab)" },
         [OPT_TOKEN]            = { "token", 0, "N", "The tpmguard token (needed when there are several)" },
         [OPT_NEW_PIN_FILE]     = { "new-pin-file", 0, "F", "Read the new PIN from F ('-' = stdin)" },
+        [OPT_REPLACE]          = { "replace", 0, "SLOT", "Destroy this keyslot once the new key is proven and shown" },
+        [OPT_NEW_PASSPHRASE_FILE] = { "new-passphrase-file", 0, "F", "Read the new passphrase from F's first line ('-' = stdin)" },
+        [OPT_ITER_TIME]        = { "iter-time", 0, "MS", "argon2id time for the new keyslot (default 2000, cryptsetup's)" },
 };
 
 /* Options every command takes. */
@@ -654,6 +663,115 @@ static int cmd_reseal(const cli *c) {
         return 0;
 }
 
+/* ---- passphrase commands ---- */
+
+/*
+ * What authorizes a passphrase change: --unlock-key-file (an existing
+ * passphrase or recovery key), else the tpmguard token with its PIN, else
+ * (no tpmguard token) a passphrase typed on the terminal.
+ */
+static int passphrase_auth_from_cli(const cli *c, const char *prompt, tg_passphrase_auth *auth, tg_secret **ret_pin,
+                                    tg_secret **ret_passphrase) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *passphrase = NULL;
+        bool has_token = false;
+        tg_token t;
+        int r;
+
+        *auth = (tg_passphrase_auth) { .token = c->token, .pbkdf_time_ms = c->iter_time };
+        if (c->unlock_key_file) {
+                if (c->pin_file || c->token != CRYPT_ANY_TOKEN)
+                        return log_error_rc(-TG_ERR_INVALID, "--unlock-key-file authorizes without the token: "
+                                            "--pin-file and --token do not apply.");
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &passphrase);
+                if (r < 0)
+                        return r;
+        } else {
+                r = tg_luks_open(c->args[0], &cd);
+                if (r < 0)
+                        return r;
+                for (int id = 0; id < tg_luks_tokens_max() && !has_token; id++)
+                        has_token = tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE);
+                if (has_token || c->token != CRYPT_ANY_TOKEN) {
+                        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+                        if (r < 0)
+                                return r;
+                        r = read_current_pin(c, &t, &pin);
+                        explicit_bzero(&t, sizeof t);
+                        if (r < 0)
+                                return r;
+                } else {
+                        r = tg_passphrase_read(NULL, prompt, false, &passphrase);
+                        if (r < 0)
+                                return log_error_rc(r, "%s has no tpmguard token: authorize with an existing passphrase "
+                                                    "(terminal, or --unlock-key-file F).", c->args[0]);
+                }
+        }
+        auth->pin = pin;
+        auth->passphrase = passphrase;
+        *ret_pin = TAKE_PTR(pin);
+        *ret_passphrase = TAKE_PTR(passphrase);
+        return 0;
+}
+
+static int show_recovery_key(const tg_secret *key, int keyslot, void *userdata) {
+        (void) userdata;
+        return tg_show_recovery_key(key, keyslot);
+}
+
+static int cmd_recovery_key(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *passphrase = NULL;
+        tg_passphrase_auth auth;
+        tg_passphrase_result res;
+        int r;
+
+        r = one_device(c, "recovery-key");
+        if (r < 0)
+                return r;
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = passphrase_auth_from_cli(c, "Current passphrase or recovery key: ", &auth, &pin, &passphrase);
+        if (r < 0)
+                return r;
+        r = tg_recovery_key_enroll(config, c->args[0], &auth, c->replace, show_recovery_key, NULL, &res);
+        if (r < 0)
+                return log_error_rc(r, "Adding a recovery key failed: %s.", tg_err_str(r));
+        if (res.old_keyslot >= 0)
+                printf("Recovery key enrolled in keyslot %d (label token %d); keyslot %d removed.\n", res.new_keyslot,
+                       res.label_token, res.old_keyslot);
+        else
+                printf("Recovery key enrolled in keyslot %d (label token %d).\n", res.new_keyslot, res.label_token);
+        return 0;
+}
+
+static int cmd_passwd(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *passphrase = NULL, *new_passphrase = NULL;
+        tg_passphrase_auth auth;
+        tg_passphrase_result res;
+        int r;
+
+        r = one_device(c, "passwd");
+        if (r < 0)
+                return r;
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = passphrase_auth_from_cli(c, "Current passphrase: ", &auth, &pin, &passphrase);
+        if (r < 0)
+                return r;
+        r = tg_passphrase_read(c->new_passphrase_file, "New passphrase: ", true, &new_passphrase);
+        if (r < 0)
+                return log_error_rc(r, "No new passphrase given (terminal, or --new-passphrase-file F).");
+        r = tg_passphrase_change(config, c->args[0], &auth, c->keyslot, new_passphrase, &res);
+        if (r < 0)
+                return log_error_rc(r, "Changing the passphrase failed: %s.", tg_err_str(r));
+        printf("Changed the passphrase: keyslot %d replaces keyslot %d.\n", res.new_keyslot, res.old_keyslot);
+        return 0;
+}
+
 static int cmd_remove(const cli *c) {
         tg_lifecycle_result res;
         int r;
@@ -750,6 +868,10 @@ static const cli_command commands[] = {
           O(TOKEN) | O(PIN_FILE), cmd_rotate },
         { "reseal", "DEV", "Seal to new PCR values (after a firmware or boot chain update)",
           O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(UNLOCK_KEY_FILE), cmd_reseal },
+        { "recovery-key", "DEV", "Add a fresh recovery key (shown once), optionally replacing a keyslot",
+          O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), cmd_recovery_key },
+        { "passwd", "DEV", "Change a typed passphrase (authorized by the token's PIN or a passphrase)",
+          O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(NEW_PASSPHRASE_FILE) | O(ITER_TIME), cmd_passwd },
         { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), cmd_remove },
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), cmd_status },
@@ -836,7 +958,7 @@ int main(int argc, char *argv[]) {
         char shorts[32] = "";
         uint64_t given = 0;
         const cli_command *cmd;
-        cli c = { .keyslot = CRYPT_ANY_SLOT, .token = CRYPT_ANY_TOKEN };
+        cli c = { .keyslot = CRYPT_ANY_SLOT, .token = CRYPT_ANY_TOKEN, .replace = -1 };
         bool want_help = false;
         int opt, r;
 
@@ -914,6 +1036,18 @@ int main(int argc, char *argv[]) {
                                 return tg_err_exit_code(-TG_ERR_INVALID);
                         break;
                 case OPT_NEW_PIN_FILE: c.new_pin_file = optarg; break;
+                case OPT_NEW_PASSPHRASE_FILE: c.new_passphrase_file = optarg; break;
+                case OPT_REPLACE:
+                        if (parse_number("replace", optarg, 31, &c.replace) < 0)
+                                return tg_err_exit_code(-TG_ERR_INVALID);
+                        break;
+                case OPT_ITER_TIME: {
+                        int ms;
+                        if (parse_number("iter-time", optarg, 60000, &ms) < 0 || ms < 10)
+                                return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "--iter-time: 10..60000 ms."));
+                        c.iter_time = (uint32_t) ms;
+                        break;
+                }
                 default: assert(false); return tg_err_exit_code(-TG_ERR_INVALID);
                 }
         }

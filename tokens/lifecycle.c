@@ -45,6 +45,7 @@
 #include "nullname.h"
 #include "pinned.h"
 #include "policy.h"
+#include "recovery.h"
 #include "token.h"
 #include "tpm.h"
 #include "util.h"
@@ -123,12 +124,58 @@ static int json_int_field(json_object *o, const char *key, int min, int max, int
         return 0;
 }
 
+bool tg_pending_marker_is_passphrase_op(const tg_pending_marker *m) {
+        return strcmp(m->operation, "recovery-key") == 0 || strcmp(m->operation, "passwd") == 0;
+}
+
+static int json_optional_int_field(json_object *o, const char *key, int min, int max, int absent, int *ret) {
+        char problem[TG_JSON_PROBLEM_MAX];
+        bool present;
+        int64_t n;
+        int r;
+
+        r = tg_json_get_int(o, key, min, max, false, &n, &present, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"%s\" %s.", key, problem);
+        if (r < 0)
+                return r;
+        *ret = present ? (int) n : absent;
+        return 0;
+}
+
+/* The new keyslot's PBKDF, as the passphrase operations record it. */
+static int marker_pbkdf_from_json(json_object *o, tg_pbkdf_fingerprint *ret) {
+        json_object *p, *v;
+        int it, mem, par, r;
+
+        *ret = (tg_pbkdf_fingerprint) {};
+        if (!json_object_object_get_ex(o, "pbkdf", &p))
+                return 0;
+        if (!json_object_is_type(p, json_type_object) || !json_object_object_get_ex(p, "type", &v) ||
+            !json_object_is_type(v, json_type_string) || json_object_get_string_len(v) == 0 ||
+            (size_t) json_object_get_string_len(v) >= sizeof ret->type)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"pbkdf\" must be an object with a \"type\".");
+        r = json_int_field(p, "iterations", 1, INT32_MAX, &it);
+        if (r >= 0)
+                r = json_int_field(p, "memory", 0, INT32_MAX, &mem);
+        if (r >= 0)
+                r = json_int_field(p, "parallel", 0, 64, &par);
+        if (r < 0)
+                return r;
+        snprintf(ret->type, sizeof ret->type, "%s", json_object_get_string(v));
+        ret->iterations = (uint32_t) it;
+        ret->memory_kb = (uint32_t) mem;
+        ret->parallel = (uint32_t) par;
+        return 0;
+}
+
 int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
         _cleanup_json_ json_object *o = NULL;
         json_tokener *tok;
         json_object *v, *arr;
         tg_pending_marker m = { .bound_keyslot = -1 };
         const char *s;
+        bool passphrase_op;
         int version, r;
 
         if (!json || strlen(json) > TG_TOKEN_JSON_MAX)
@@ -151,13 +198,22 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
         if (!json_object_object_get_ex(o, "operation", &v) || !json_object_is_type(v, json_type_string))
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"operation\" missing.");
         s = json_object_get_string(v);
-        if (strcmp(s, "rotate") != 0 && strcmp(s, "reseal") != 0)
+        if (strcmp(s, "rotate") != 0 && strcmp(s, "reseal") != 0 && strcmp(s, "recovery-key") != 0 &&
+            strcmp(s, "passwd") != 0)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: unknown operation \"%.16s\".", s);
         snprintf(m.operation, sizeof m.operation, "%s", s);
-        r = json_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, &m.token);
+        passphrase_op = tg_pending_marker_is_passphrase_op(&m);
+        /* passwd touches no token; recovery-key may replace nothing. */
+        if (strcmp(m.operation, "passwd") == 0)
+                r = json_optional_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, -1, &m.token);
+        else
+                r = json_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, &m.token);
         if (r < 0)
                 return r;
-        r = json_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
+        if (strcmp(m.operation, "recovery-key") == 0)
+                r = json_optional_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, -1, &m.old_keyslot);
+        else
+                r = json_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
         if (r < 0)
                 return r;
         r = json_int_field(o, "new_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.new_keyslot);
@@ -165,6 +221,15 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
                 return r;
         if (m.old_keyslot == m.new_keyslot)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: old and new keyslot are the same.");
+        if (json_object_object_get_ex(o, "committed", &v)) {
+                if (!passphrase_op || !json_object_is_type(v, json_type_boolean))
+                        return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"committed\" must be a boolean of a "
+                                            "passphrase operation.");
+                m.committed = json_object_get_boolean(v);
+        }
+        r = marker_pbkdf_from_json(o, &m.pbkdf);
+        if (r < 0)
+                return r;
         if (!json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array) ||
             json_object_array_length(arr) > 1)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"keyslots\" must list at most one keyslot.");
@@ -198,9 +263,23 @@ int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret) {
         json_object_object_add(o, "keyslots", arr);
         json_object_object_add(o, "version", json_object_new_int(TG_PENDING_VERSION));
         json_object_object_add(o, "operation", json_object_new_string(m->operation));
-        json_object_object_add(o, "token", json_object_new_int(m->token));
-        json_object_object_add(o, "old_keyslot", json_object_new_int(m->old_keyslot));
+        if (m->token >= 0)
+                json_object_object_add(o, "token", json_object_new_int(m->token));
+        if (m->old_keyslot >= 0)
+                json_object_object_add(o, "old_keyslot", json_object_new_int(m->old_keyslot));
         json_object_object_add(o, "new_keyslot", json_object_new_int(m->new_keyslot));
+        if (tg_pending_marker_is_passphrase_op(m))
+                json_object_object_add(o, "committed", json_object_new_boolean(m->committed));
+        if (m->pbkdf.type[0]) {
+                json_object *p = json_object_new_object();
+                if (!p)
+                        return -TG_ERR_NOMEM;
+                json_object_object_add(p, "type", json_object_new_string(m->pbkdf.type));
+                json_object_object_add(p, "iterations", json_object_new_int64(m->pbkdf.iterations));
+                json_object_object_add(p, "memory", json_object_new_int64(m->pbkdf.memory_kb));
+                json_object_object_add(p, "parallel", json_object_new_int64(m->pbkdf.parallel));
+                json_object_object_add(o, "pbkdf", p);
+        }
         s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         if (!s)
                 return -TG_ERR_NOMEM;
@@ -208,12 +287,36 @@ int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret) {
         return 0;
 }
 
+/* The passphrase operations: the committed flag is the switch; a token's keyslot is never ours to destroy. */
+static void passphrase_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *p) {
+        int k;
+
+        p->roll_forward = m->committed;
+        k = p->roll_forward ? m->old_keyslot : m->new_keyslot;
+        if (!tg_luks_keyslot_active(cd, k))
+                return;
+        if (tg_luks_keyslot_used_by_token(cd, k, marker_id))
+                p->why_kept = "a token uses it";
+        else if (p->roll_forward)
+                /* The typed secret the owner chose to replace; the new one is proven and was shown. */
+                p->leftover_keyslot = k;
+        else if (m->bound_keyslot == k || tg_luks_keyslot_has_pbkdf(cd, k, &m->pbkdf))
+                p->leftover_keyslot = k;
+        else
+                p->why_kept = "its PBKDF is not the one tpmguard chose for it, so it was added by someone else";
+}
+
 void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *ret) {
         tg_marker_plan p = { .leftover_keyslot = -1 };
         tg_token t;
 
+        if (tg_pending_marker_is_passphrase_op(m)) {
+                passphrase_marker_plan(cd, marker_id, m, &p);
+                goto last;
+        }
         p.roll_forward = tg_luks_token_has_type(cd, m->token, TG_TOKEN_TYPE) && tg_luks_token_load(cd, m->token, &t) >= 0 &&
                          t.keyslot == m->new_keyslot;
+        explicit_bzero(&t, sizeof t);
         if (p.roll_forward) {
                 /* The old keyslot held the secret the token no longer seals. */
                 if (tg_luks_keyslot_active(cd, m->old_keyslot) && !tg_luks_keyslot_referenced(cd, m->old_keyslot, marker_id))
@@ -225,11 +328,11 @@ void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pen
                 else
                         p.why_kept = "it has a PBKDF tpmguard never uses, so it was added by someone else";
         }
+last:
         if (p.leftover_keyslot >= 0 && crypt_keyslot_status(cd, p.leftover_keyslot) == CRYPT_SLOT_ACTIVE_LAST) {
                 p.leftover_keyslot = -1;
                 p.why_kept = "it is the last keyslot";
         }
-        explicit_bzero(&t, sizeof t);
         *ret = p;
 }
 
@@ -255,7 +358,12 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
         }
 
         tg_pending_marker_plan(cd, marker_id, &m, &p);
-        if (interrupted)
+        if (interrupted && tg_pending_marker_is_passphrase_op(&m))
+                log_notice("%s: completing an interrupted %s (keyslot %d → %d): %s.", device, m.operation,
+                           m.old_keyslot, m.new_keyslot,
+                           p.roll_forward ? "the new keyslot was committed, the replaced one goes"
+                                          : "the new keyslot was never committed, it goes");
+        else if (interrupted)
                 log_notice("%s: completing an interrupted %s of token %d (keyslot %d → %d): %s.", device, m.operation,
                            m.token, m.old_keyslot, m.new_keyslot,
                            p.roll_forward ? "the token already uses the new keyslot, the old one goes"
@@ -271,6 +379,10 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
                 if (actions)
                         (*actions)++;
         }
+        /* A destroyed recovery key leaves its label with no keyslot (libcryptsetup unassigns it). */
+        r = tg_luks_remove_orphan_labels(cd, actions);
+        if (r < 0)
+                return r;
         r = tg_luks_token_remove(cd, marker_id);
         if (r < 0)
                 return r;
@@ -652,6 +764,290 @@ int tg_reseal(const tg_config *config, const char *device, int token,
         return 0;
 }
 
+/* ---- the passphrase operations: recovery-key, passwd ---- */
+
+/*
+ * Opens the volume, resolves interrupted operations, and gets what
+ * authorizes adding a keyslot: an existing passphrase (checked against the
+ * keyslots; no TPM), or the tpmguard token's secret, unsealed over the
+ * verified session after a full tg_verify(). Writes nothing but marker
+ * resolution: an interposer that makes verification or the unseal fail
+ * leaves the header as it was.
+ */
+static int passphrase_begin(lifecycle *lc, const tg_config *config, const char *device, const tg_passphrase_auth *auth,
+                            tg_secret **ret_authorization, int *ret_keyslot) {
+        _cleanup_secret_ tg_secret *secret = NULL;
+        int keyslot, r;
+
+        if (!auth->passphrase) {
+                r = lifecycle_begin(lc, config, device, auth->token);
+                if (r < 0)
+                        return r;
+                r = unseal_current(lc, auth->pin, &secret);
+                if (r < 0)
+                        return r;
+                *ret_keyslot = lc->token.keyslot;
+                *ret_authorization = TAKE_PTR(secret);
+                return 0;
+        }
+
+        *lc = (lifecycle) { .device = device, .token_id = -1 };
+        r = tg_luks_open(device, &lc->cd);
+        if (r < 0)
+                return r;
+        r = markers_resolve_all(lc->cd, device, NULL);
+        if (r < 0)
+                return r;
+        keyslot = crypt_activate_by_passphrase(lc->cd, NULL, CRYPT_ANY_SLOT, (const char *) auth->passphrase->data,
+                                               auth->passphrase->size, 0);
+        if (keyslot < 0)
+                return log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase: nothing was "
+                                    "changed.", device);
+        r = tg_secret_new_copy(auth->passphrase->data, auth->passphrase->size, &secret);
+        if (r < 0)
+                return r;
+        *ret_keyslot = keyslot;
+        *ret_authorization = TAKE_PTR(secret);
+        return 0;
+}
+
+/* The keyslots a person types: active, used by no token (a recovery-key label is no use). */
+static bool keyslot_is_typed(struct crypt_device *cd, int keyslot) {
+        return tg_luks_keyslot_active(cd, keyslot) && !tg_luks_keyslot_used_by_token(cd, keyslot, -1);
+}
+
+static int free_token_id(struct crypt_device *cd, int except, const char *device) {
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (id != except && crypt_token_status(cd, id, NULL) == CRYPT_TOKEN_INACTIVE)
+                        return id;
+        return log_error_rc(-TG_ERR_CRYPTSETUP, "%s has no free token slot.", device);
+}
+
+typedef struct typed_keyslot_change {
+        const char *operation;              /* "recovery-key" or "passwd" */
+        const tg_secret *authorization;     /* opens an existing keyslot */
+        const tg_secret *new_secret;        /* what the new keyslot opens with */
+        int old_keyslot;                    /* destroyed after the commit; -1: none */
+        bool label;                         /* write a recovery-key label for the new keyslot */
+        uint32_t pbkdf_time_ms;
+        int (*show)(const tg_secret *key, int keyslot, void *userdata);
+        void *userdata;
+} typed_keyslot_change;
+
+/*
+ * Marker, keyslot, marker bound, keyslot proven, label, shown, commit (the
+ * marker rewritten "committed"), old keyslot destroyed, marker removed. Until
+ * the commit a later run undoes it (the new keyslot goes); from the commit on
+ * it completes it (the old keyslot goes). Either way some typed secret the
+ * owner knows opens the volume at every point: the old one until the
+ * commit, the new one (proven, and for a recovery key already shown) from it.
+ */
+static int typed_keyslot_add(lifecycle *lc, const typed_keyslot_change *c, tg_passphrase_result *ret) {
+        _cleanup_free_ char *marker_json = NULL, *label_json = NULL;
+        tg_pending_marker m = { .token = -1, .old_keyslot = c->old_keyslot, .bound_keyslot = -1 };
+        int marker_id, label_id = -1, new_keyslot, r, q;
+
+        new_keyslot = free_keyslot(lc->cd, lc->device);
+        if (new_keyslot < 0)
+                return new_keyslot;
+        if (c->label) {
+                label_id = free_token_id(lc->cd, -1, lc->device);
+                if (label_id < 0)
+                        return label_id;
+                m.token = label_id;
+        }
+        marker_id = free_token_id(lc->cd, label_id, lc->device);
+        if (marker_id < 0)
+                return marker_id;
+        m.new_keyslot = new_keyslot;
+        snprintf(m.operation, sizeof m.operation, "%s", c->operation);
+        r = tg_luks_use_human_pbkdf(lc->cd, c->pbkdf_time_ms, &m.pbkdf);
+        if (r < 0)
+                return r;
+
+        /* 1. The marker, before anything it describes exists. */
+        r = tg_pending_marker_to_string(&m, &marker_json);
+        if (r < 0)
+                return r;
+        r = crypt_token_json_set(lc->cd, marker_id, marker_json);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the pending marker: %s. Nothing was changed.",
+                                    strerror(-r));
+        tg_fault_point("after-marker-write");
+
+        /* 2. The new keyslot, and the marker bound to it. */
+        r = crypt_keyslot_add_by_passphrase(lc->cd, new_keyslot, (const char *) c->authorization->data,
+                                            c->authorization->size, (const char *) c->new_secret->data,
+                                            c->new_secret->size);
+        if (r < 0) {
+                r = log_error_rc(r == -EPERM ? -TG_ERR_BAD_PIN : -TG_ERR_CRYPTSETUP, "Cannot add keyslot %d: %s",
+                                 new_keyslot, strerror(-r));
+                goto undo;
+        }
+        tg_fault_point("after-keyslot-add");
+        r = crypt_token_assign_keyslot(lc->cd, marker_id, new_keyslot);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot bind the pending marker to keyslot %d: %s",
+                                 new_keyslot, strerror(-r));
+                goto undo;
+        }
+        m.bound_keyslot = new_keyslot;
+        tg_fault_point("after-marker-bind");
+
+        /* 3. Proven: the new secret opens exactly the new keyslot. */
+        r = crypt_activate_by_passphrase(lc->cd, NULL, new_keyslot, (const char *) c->new_secret->data,
+                                         c->new_secret->size, 0);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot %d does not open: %s", new_keyslot, strerror(-r));
+                goto undo;
+        }
+
+        /* 4. The label, then the owner sees the key: before the commit, so the commit never outruns it. */
+        if (c->label) {
+                r = tg_asprintf(&label_json, "{\"type\":\"%s\",\"keyslots\":[\"%d\"],\"version\":1}",
+                                TG_RECOVERY_TOKEN_TYPE, new_keyslot);
+                if (r < 0)
+                        goto undo;
+                r = crypt_token_json_set(lc->cd, label_id, label_json);
+                if (r < 0) {
+                        r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the recovery-key label: %s", strerror(-r));
+                        goto undo;
+                }
+                tg_fault_point("after-label-write");
+        }
+        if (c->show) {
+                r = c->show(c->new_secret, new_keyslot, c->userdata);
+                if (r < 0)
+                        goto undo;
+        }
+
+        /* 5. The commit: one write. From here on the new secret is the one. */
+        m.committed = true;
+        free(marker_json);
+        marker_json = NULL;
+        r = tg_pending_marker_to_string(&m, &marker_json);
+        if (r < 0)
+                goto undo;
+        r = crypt_token_json_set(lc->cd, marker_id, marker_json);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot commit the new keyslot %d: %s", new_keyslot, strerror(-r));
+                goto undo;
+        }
+        tg_fault_point("after-commit");
+
+        /* 6. The replaced keyslot and the marker: the same code a later run uses after a crash. */
+        r = marker_resolve(lc->cd, lc->device, marker_id, false, NULL);
+        if (r < 0)
+                return log_error_rc(r, "Keyslot %d is in place, but keyslot %d is left over; run 'tpmguard cleanup %s'.",
+                                    new_keyslot, c->old_keyslot, lc->device);
+        *ret = (tg_passphrase_result) { .new_keyslot = new_keyslot, .old_keyslot = c->old_keyslot,
+                                        .label_token = label_id, .authorized_by = -1 };
+        return 0;
+
+undo:
+        q = marker_resolve(lc->cd, lc->device, marker_id, false, NULL);
+        if (q < 0)
+                log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
+        else
+                log_info("Nothing was changed.");
+        return r;
+}
+
+int tg_recovery_key_enroll(const tg_config *config, const char *device, const tg_passphrase_auth *auth, int replace,
+                           int (*show)(const tg_secret *key, int keyslot, void *userdata), void *userdata,
+                           tg_passphrase_result *ret) {
+        _cleanup_(lifecycle_done) lifecycle lc = {};
+        _cleanup_secret_ tg_secret *authorization = NULL, *key = NULL;
+        tg_passphrase_result res;
+        int authorized_by, r;
+
+        r = passphrase_begin(&lc, config, device, auth, &authorization, &authorized_by);
+        if (r < 0)
+                return r;
+        if (replace >= 0) {
+                if (!tg_luks_keyslot_active(lc.cd, replace))
+                        return log_error_rc(-TG_ERR_NOT_FOUND, "--replace %d: %s has no keyslot %d. Nothing was changed.",
+                                            replace, device, replace);
+                /* A token's keyslot holds a secret the token unseals, not one a person types. */
+                if (!keyslot_is_typed(lc.cd, replace))
+                        return log_error_rc(-TG_ERR_INVALID, "--replace %d: a token uses keyslot %d; it is never "
+                                            "replaced by a recovery key ('tpmguard remove' removes a tpmguard token). "
+                                            "Nothing was changed.", replace, replace);
+        }
+        r = tg_recovery_key_new(&key);
+        if (r < 0)
+                return r;
+        r = typed_keyslot_add(&lc, &(typed_keyslot_change) {
+                                      .operation = "recovery-key",
+                                      .authorization = authorization,
+                                      .new_secret = key,
+                                      .old_keyslot = replace,
+                                      .label = true,
+                                      .pbkdf_time_ms = auth->pbkdf_time_ms,
+                                      .show = show,
+                                      .userdata = userdata,
+                              }, &res);
+        if (r < 0)
+                return r;
+        res.authorized_by = authorized_by;
+        if (ret)
+                *ret = res;
+        return 0;
+}
+
+int tg_passphrase_change(const tg_config *config, const char *device, const tg_passphrase_auth *auth, int keyslot,
+                         const tg_secret *new_passphrase, tg_passphrase_result *ret) {
+        _cleanup_(lifecycle_done) lifecycle lc = {};
+        _cleanup_secret_ tg_secret *authorization = NULL;
+        tg_passphrase_result res;
+        int authorized_by, r;
+
+        r = passphrase_begin(&lc, config, device, auth, &authorization, &authorized_by);
+        if (r < 0)
+                return r;
+        if (keyslot < 0 && auth->passphrase)
+                keyslot = authorized_by;
+        else if (keyslot < 0) {
+                int n = 0;
+                char list[128] = "";
+
+                for (int k = 0; k < tg_luks_keyslots_max(); k++)
+                        if (keyslot_is_typed(lc.cd, k) && !tg_luks_keyslot_is_recovery_key(lc.cd, k)) {
+                                size_t len = strlen(list);
+                                snprintf(list + len, sizeof list - len, "%s%d", n ? ", " : "", k);
+                                keyslot = k;
+                                n++;
+                        }
+                if (n == 0)
+                        return log_error_rc(-TG_ERR_NOT_FOUND, "%s has no typed passphrase to change (only token "
+                                            "keyslots and recovery keys). Nothing was changed.", device);
+                if (n > 1)
+                        return log_error_rc(-TG_ERR_INVALID, "%s has %d typed passphrases (keyslots %s): choose one with "
+                                            "--key-slot N. Nothing was changed.", device, n, list);
+        }
+        if (!tg_luks_keyslot_active(lc.cd, keyslot))
+                return log_error_rc(-TG_ERR_NOT_FOUND, "%s has no keyslot %d. Nothing was changed.", device, keyslot);
+        if (!keyslot_is_typed(lc.cd, keyslot))
+                return log_error_rc(-TG_ERR_INVALID, "A token uses keyslot %d: it holds no typed passphrase. "
+                                    "Nothing was changed.", keyslot);
+        if (tg_luks_keyslot_is_recovery_key(lc.cd, keyslot))
+                return log_error_rc(-TG_ERR_INVALID, "Keyslot %d is a recovery key; replace it with 'tpmguard "
+                                    "recovery-key --replace %d %s'. Nothing was changed.", keyslot, keyslot, device);
+        r = typed_keyslot_add(&lc, &(typed_keyslot_change) {
+                                      .operation = "passwd",
+                                      .authorization = authorization,
+                                      .new_secret = new_passphrase,
+                                      .old_keyslot = keyslot,
+                                      .pbkdf_time_ms = auth->pbkdf_time_ms,
+                              }, &res);
+        if (r < 0)
+                return r;
+        res.authorized_by = authorized_by;
+        if (ret)
+                *ret = res;
+        return 0;
+}
+
 int tg_remove(const char *device, int token, tg_lifecycle_result *ret) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         tg_token t;
@@ -720,6 +1116,9 @@ int tg_cleanup(const char *device, unsigned *ret_actions) {
                 }
                 explicit_bzero(&t, sizeof t);
         }
+        r = tg_luks_remove_orphan_labels(cd, &actions);
+        if (r < 0)
+                return r;
         if (ret_actions)
                 *ret_actions = actions;
         return 0;

@@ -7,6 +7,7 @@
 #include <libcryptsetup.h>
 
 #include "config.h"
+#include "luks.h"
 #include "seal.h"
 #include "secret.h"
 
@@ -30,13 +31,29 @@
  */
 #define TG_PENDING_TOKEN_TYPE "tpmguard-pending"
 
+/*
+ * The passphrase operations (recovery-key, passwd) use the same marker with
+ * a different commit point, since no tpmguard token switches: the marker is
+ * rewritten with "committed": true once the new keyslot is proven (and, for
+ * a recovery key, shown). Resolving then completes (destroys old_keyslot)
+ * when committed, and undoes (destroys new_keyslot) otherwise. Their new
+ * keyslot has a benchmarked argon2id PBKDF, not tpmguard's fixed one, so the
+ * marker records its exact parameters ("pbkdf") as the fingerprint for the
+ * window before the marker is bound to it.
+ */
 typedef struct tg_pending_marker {
-        char operation[16];   /* "rotate" or "reseal" */
-        int token;            /* the tpmguard token being moved */
-        int old_keyslot;      /* its keyslot before the operation */
+        char operation[16];   /* "rotate", "reseal", "recovery-key" or "passwd" */
+        int token;            /* rotate, reseal: the tpmguard token being moved; recovery-key: the id of the
+                               * label token it writes; passwd: -1 */
+        int old_keyslot;      /* the keyslot before the operation; -1: none (recovery-key without --replace) */
         int new_keyslot;      /* the keyslot the operation adds */
         int bound_keyslot;    /* the marker's own "keyslots" entry, -1 if none yet */
+        bool committed;       /* passphrase operations: past the commit point */
+        tg_pbkdf_fingerprint pbkdf; /* passphrase operations: the new keyslot's PBKDF; type "" if none */
 } tg_pending_marker;
+
+/* Is this a passphrase operation's marker (committed flag decides, not a token)? */
+bool tg_pending_marker_is_passphrase_op(const tg_pending_marker *m);
 
 /* Strict parser and writer of the marker token (type, keyslots, operation, token, old/new keyslot). */
 int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret);
@@ -100,6 +117,48 @@ typedef struct tg_reseal_params {
  */
 int tg_reseal(const tg_config *config, const char *device, int token,
               const tg_reseal_params *params, tg_lifecycle_result *ret);
+
+/*
+ * Authorization for the passphrase operations: unsealing the tpmguard
+ * token (pin, over the verified session; the unsealed secret authorizes the
+ * keyslot add and never leaves this process), or, with passphrase, an
+ * existing passphrase or recovery key of the volume (no TPM involved).
+ */
+typedef struct tg_passphrase_auth {
+        int token;                         /* CRYPT_ANY_TOKEN or an id */
+        const tg_secret *pin;              /* the token's PIN, when it has one */
+        const tg_secret *passphrase;       /* non-NULL: authorize with it instead of the token */
+        uint32_t pbkdf_time_ms;            /* 0: cryptsetup's default (2000 ms) */
+} tg_passphrase_auth;
+
+typedef struct tg_passphrase_result {
+        int new_keyslot;
+        int old_keyslot;                   /* -1: none replaced */
+        int label_token;                   /* recovery-key: the label token, else -1 */
+        int authorized_by;                 /* the keyslot that authorized the change */
+} tg_passphrase_result;
+
+/*
+ * tpmguard recovery-key: a fresh recovery key (recovery.h) in a new keyslot
+ * with the typed-secret PBKDF, labelled with a TG_RECOVERY_TOKEN_TYPE token;
+ * show() is called with it once, after it is proven to open the new keyslot
+ * and before the change is committed; nothing else sees it. replace >= 0:
+ * that keyslot (a typed passphrase or recovery key, never one a token uses)
+ * is destroyed after the commit. Crash-safe with a pending marker.
+ */
+int tg_recovery_key_enroll(const tg_config *config, const char *device, const tg_passphrase_auth *auth, int replace,
+                           int (*show)(const tg_secret *key, int keyslot, void *userdata), void *userdata,
+                           tg_passphrase_result *ret);
+
+/*
+ * tpmguard passwd: new_passphrase goes into a new keyslot (typed-secret
+ * PBKDF), proven, committed, then keyslot (the typed passphrase being
+ * changed; -1: the one the authorizing passphrase opened, or the only typed
+ * passphrase when authorized by the token) is destroyed. The new passphrase
+ * never reaches the TPM.
+ */
+int tg_passphrase_change(const tg_config *config, const char *device, const tg_passphrase_auth *auth, int keyslot,
+                         const tg_secret *new_passphrase, tg_passphrase_result *ret);
 
 /* Removes a tpmguard token and its keyslot; never the last active keyslot. */
 int tg_remove(const char *device, int token, tg_lifecycle_result *ret);

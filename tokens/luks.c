@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include "error.h"
+#include "fault.h"
 #include "log.h"
 #include "luks.h"
 #include "token.h"
@@ -227,4 +229,96 @@ bool tg_luks_keyslot_has_minimal_pbkdf(struct crypt_device *cd, int keyslot) {
                p.type && strcmp(p.type, CRYPT_KDF_PBKDF2) == 0 &&
                p.hash && strcmp(p.hash, "sha512") == 0 &&
                p.iterations == 1000;
+}
+
+/* ---- keyslots for typed secrets, and the recovery-key label ---- */
+
+int tg_luks_use_human_pbkdf(struct crypt_device *cd, uint32_t time_ms, tg_pbkdf_fingerprint *ret) {
+        const struct crypt_pbkdf_type *def = crypt_get_pbkdf_default(CRYPT_LUKS2);
+        const struct crypt_pbkdf_type *now;
+        struct crypt_pbkdf_type p;
+        long pages = sysconf(_SC_PHYS_PAGES), page_size = sysconf(_SC_PAGESIZE), cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        tg_pbkdf_fingerprint f = {};
+        int vk_size, r;
+
+        if (!def || !def->type)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "libcryptsetup has no default PBKDF for LUKS2.");
+        p = *def;
+        p.flags = 0;
+        if (time_ms > 0)
+                p.time_ms = time_ms;
+        /* The initrd opens this keyslot on this machine: never ask for more than half its memory. */
+        if (pages > 0 && page_size > 0 && p.max_memory_kb > (uint64_t) pages * (uint64_t) page_size / 1024 / 2)
+                p.max_memory_kb = (uint32_t) ((uint64_t) pages * (uint64_t) page_size / 1024 / 2);
+        if (cpus > 0 && p.parallel_threads > (uint32_t) cpus)
+                p.parallel_threads = (uint32_t) cpus;
+        vk_size = crypt_get_volume_key_size(cd);
+        r = crypt_benchmark_pbkdf(cd, &p, "tpmguard", 8, "tpmguard-benchmark-salt-32-bytes", 32,
+                                  vk_size > 0 ? (size_t) vk_size : 64, NULL, NULL);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot benchmark the %s PBKDF: %s", p.type, strerror(-r));
+        p.flags = CRYPT_PBKDF_NO_BENCHMARK;
+        r = crypt_set_pbkdf_type(cd, &p);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot set the keyslot PBKDF: %s", strerror(-r));
+        now = crypt_get_pbkdf_type(cd);
+        if (!now || !now->type || strlen(now->type) >= sizeof f.type)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot read back the keyslot PBKDF.");
+        snprintf(f.type, sizeof f.type, "%s", now->type);
+        f.iterations = now->iterations;
+        f.memory_kb = now->max_memory_kb;
+        f.parallel = now->parallel_threads;
+        log_debug("Keyslot PBKDF for a typed secret: %s, %u iterations, %u KiB, %u threads.", f.type, f.iterations,
+                  f.memory_kb, f.parallel);
+        *ret = f;
+        return 0;
+}
+
+bool tg_luks_keyslot_has_pbkdf(struct crypt_device *cd, int keyslot, const tg_pbkdf_fingerprint *f) {
+        struct crypt_pbkdf_type p = {};
+
+        if (!f->type[0] || crypt_keyslot_get_pbkdf(cd, keyslot, &p) < 0 || !p.type || strcmp(p.type, f->type) != 0)
+                return false;
+        if (strcmp(p.type, CRYPT_KDF_PBKDF2) == 0)
+                return p.iterations == f->iterations;
+        return p.iterations == f->iterations && p.max_memory_kb == f->memory_kb && p.parallel_threads == f->parallel;
+}
+
+bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot) {
+        if (!tg_luks_keyslot_active(cd, keyslot))
+                return false;
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) && tg_luks_token_references(cd, id, keyslot))
+                        return true;
+        return false;
+}
+
+bool tg_luks_keyslot_used_by_token(struct crypt_device *cd, int keyslot, int except_token) {
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (id != except_token && !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) &&
+                    tg_luks_token_references(cd, id, keyslot))
+                        return true;
+        return false;
+}
+
+int tg_luks_remove_orphan_labels(struct crypt_device *cd, unsigned *actions) {
+        for (int id = 0; id < tg_luks_tokens_max(); id++) {
+                bool names_one = false;
+                int r;
+
+                if (!tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE))
+                        continue;
+                for (int k = 0; k < tg_luks_keyslots_max() && !names_one; k++)
+                        names_one = tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k);
+                if (names_one)
+                        continue;
+                log_notice("Removing token %d: a recovery-key label whose keyslot is gone.", id);
+                r = tg_luks_token_remove(cd, id);
+                if (r < 0)
+                        return r;
+                tg_fault_point("after-label-remove");
+                if (actions)
+                        (*actions)++;
+        }
+        return 0;
 }

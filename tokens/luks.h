@@ -3,6 +3,7 @@
 
 #include <libcryptsetup.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "macro.h"
@@ -44,6 +45,41 @@ int tg_luks_open(const char *device, struct crypt_device **ret);
 int tg_luks_use_minimal_pbkdf(struct crypt_device *cd);
 /* True when a keyslot has exactly that PBKDF: how tpmguard recognises a keyslot it created. */
 bool tg_luks_keyslot_has_minimal_pbkdf(struct crypt_device *cd, int keyslot);
+
+/*
+ * Keyslots for secrets a person types (tpmguard passwd, tpmguard
+ * recovery-key): cryptsetup's default PBKDF for LUKS2 (argon2id, 2 s unless
+ * time_ms says otherwise, at most 1 GiB), its memory bounded by half the RAM
+ * and its threads by the CPUs online, so that the initrd of this machine can
+ * open it. Benchmarked once here and then fixed (no second benchmark inside
+ * libcryptsetup), so that the exact parameters are known before the keyslot
+ * exists: the pending marker records them as the fingerprint of the keyslot
+ * it announces (lifecycle.h).
+ */
+typedef struct tg_pbkdf_fingerprint {
+        char type[16];            /* "" = none recorded */
+        uint32_t iterations;
+        uint32_t memory_kb;
+        uint32_t parallel;
+} tg_pbkdf_fingerprint;
+int tg_luks_use_human_pbkdf(struct crypt_device *cd, uint32_t time_ms, tg_pbkdf_fingerprint *ret);
+/* True when keyslot has exactly the PBKDF of the fingerprint (type non-empty). */
+bool tg_luks_keyslot_has_pbkdf(struct crypt_device *cd, int keyslot, const tg_pbkdf_fingerprint *f);
+
+/*
+ * The recovery-key label: a token of type TG_RECOVERY_TOKEN_TYPE, no secret,
+ * {"type":"tpmguard-recovery","keyslots":["N"],"version":1}, that marks
+ * keyslot N as a recovery key made by `tpmguard recovery-key` (LUKS2 keyslots
+ * carry no label). It is only a label: attacker-editable like the whole
+ * header, it decides nothing but what status prints, and a keyslot it names
+ * is not "used" by a token (it may be replaced and destroyed).
+ */
+#define TG_RECOVERY_TOKEN_TYPE "tpmguard-recovery"
+bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot);
+/* Does a token other than except_token, and other than a recovery-key label, list keyslot? */
+bool tg_luks_keyslot_used_by_token(struct crypt_device *cd, int keyslot, int except_token);
+/* Removes recovery-key labels whose keyslots no longer exist; counts into *actions (optional). */
+int tg_luks_remove_orphan_labels(struct crypt_device *cd, unsigned *actions);
 
 /* A fresh keyslot passphrase: 32 random bytes, base64 (44 characters, no NUL). */
 int tg_keyslot_secret_new(tg_secret **ret);
