@@ -1,0 +1,187 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: tpmguard recovery-key and tpmguard passwd against a real
+# swtpm and the real cryptsetup binary. The new recovery key or passphrase
+# must open the volume with plain `cryptsetup open` (no tpmguard involved);
+# the replaced one must not; the token keeps working; refused input must
+# leave the image byte for byte unchanged.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup cryptsetup unshare sha256sum python3
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+
+# argon2id at 100 ms instead of cryptsetup's 2 s: the same code path, faster.
+FAST=(--iter-time 100)
+
+setup_enrolled() {
+        setup_enrolled_common "$@"
+        printf 'a new passphrase\n' >"$WORK/new.pass"
+        printf '9999\n' >"$WORK/wrong"
+}
+token_open() {
+        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img"
+}
+pin_opens() { token_open <"$1" >/dev/null 2>&1; }
+refute() {
+        if "$@"; then
+                echo "# unexpectedly succeeded: $*" >&2
+                return 1
+        fi
+}
+image_sum() { sha256sum "$WORK/disk.img" | cut -d' ' -f1; }
+# Opens with exactly the bytes of file $1, by the cryptsetup binary alone.
+key_opens() { cryptsetup open --test-passphrase --key-file "$1" "$WORK/disk.img" >/dev/null 2>&1; }
+# The recovery key printed in $OUT, into file $1 (no newline: the keyslot passphrase is the 71 characters).
+recovery_key_from_output() {
+        local k
+        k=$(grep -oE '[cbdefghijklnrtuv]{8}(-[cbdefghijklnrtuv]{8}){7}' <<<"$OUT" | head -1)
+        [ ${#k} = 71 ] || { echo "# no recovery key in the output: $OUT" >&2; return 1; }
+        printf '%s' "$k" >"$1"
+}
+status_field() {
+        "$TPMGUARD" status --json "$WORK/disk.img" 2>/dev/null |
+                python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+}
+kinds() { status_field '" ".join("%d:%s" % (k["keyslot"], k["kind"]) for k in s["keyslots"])'; }
+pbkdf_of() { cryptsetup luksDump "$WORK/disk.img" | awk -v s="  $1: luks2" '$0 == s {f=1; next} f && /PBKDF:/ {print $2; exit}'; }
+
+# The issue's "done": an owner who knows only the PIN replaces the recovery
+# passphrase with a fresh recovery key, which then opens with plain cryptsetup.
+test_case recovery_key_by_pin_replaces_recovery_passphrase
+recovery_key_by_pin_replaces_recovery_passphrase() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" recovery-key "${FAST[@]}" --pin-file "$WORK/pin" --replace 0 "$WORK/disk.img"
+        expect_in "shown only now" "$OUT"
+        expect_in "Recovery key enrolled in keyslot 2 (label token 1); keyslot 0 removed." "$OUT"
+        recovery_key_from_output "$WORK/rk"
+        key_opens "$WORK/rk"
+        refute key_opens "$WORK/recovery.key"
+        pin_opens "$WORK/pin"
+        [ "$(pbkdf_of 2)" = argon2id ]
+        [ "$(kinds)" = "1:token 2:recovery-key" ]
+        [ "$(status_field 's["cleanup_needed"]')" = False ]
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "keyslots: 1(token) 2(recovery-key)" "$OUT"
+        # Never written anywhere else: not in the header, not in the logs of the run.
+        refute grep -qF "$(cat "$WORK/rk")" "$WORK/disk.img"
+        # And a second one replaces the first: its label goes with it.
+        cp "$WORK/rk" "$WORK/rk1"
+        expect_exit 0 "$TPMGUARD" recovery-key "${FAST[@]}" --unlock-key-file "$WORK/rk1" --replace 2 "$WORK/disk.img"
+        recovery_key_from_output "$WORK/rk"
+        key_opens "$WORK/rk"
+        refute key_opens "$WORK/rk1"
+        [ "$(kinds)" = "0:recovery-key 1:token" ]
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c 'tpmguard-recovery$')" = 1 ]
+}
+
+# No TPM needed when an existing passphrase authorizes, and no token needed.
+test_case recovery_key_by_passphrase_without_tpm
+recovery_key_by_passphrase_without_tpm() {
+        tpm_setup
+        make_luks "$WORK/disk.img"
+        "$FIXTURE" stop "$WORK/tpm" >/dev/null
+        expect_exit 0 "$TPMGUARD" recovery-key "${FAST[@]}" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "Recovery key enrolled in keyslot 1 (label token 0)." "$OUT"
+        recovery_key_from_output "$WORK/rk"
+        key_opens "$WORK/rk"
+        key_opens "$WORK/recovery.key"
+}
+
+test_case passwd_by_pin
+passwd_by_pin() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" passwd "${FAST[@]}" --pin-file "$WORK/pin" --new-passphrase-file "$WORK/new.pass" \
+                "$WORK/disk.img"
+        expect_in "keyslot 2 replaces keyslot 0" "$OUT"
+        printf 'a new passphrase' >"$WORK/new.key"
+        key_opens "$WORK/new.key"
+        refute key_opens "$WORK/recovery.key"
+        pin_opens "$WORK/pin"
+        [ "$(kinds)" = "1:token 2:passphrase" ]
+        [ "$(pbkdf_of 2)" = argon2id ]
+}
+
+test_case passwd_by_current_passphrase_and_stdin
+passwd_by_current_passphrase_and_stdin() {
+        setup_enrolled
+        printf 'a new passphrase\n' | expect_exit 0 "$TPMGUARD" passwd "${FAST[@]}" --unlock-key-file "$WORK/recovery.key" \
+                --new-passphrase-file - "$WORK/disk.img"
+        printf 'a new passphrase' >"$WORK/new.key"
+        key_opens "$WORK/new.key"
+        refute key_opens "$WORK/recovery.key"
+        # PIN and new passphrase from one stdin, a line each.
+        printf '1234\nthird one\n' | expect_exit 0 "$TPMGUARD" passwd "${FAST[@]}" --pin-file - \
+                --new-passphrase-file - "$WORK/disk.img"
+        printf 'third one' >"$WORK/third.key"
+        key_opens "$WORK/third.key"
+        refute key_opens "$WORK/new.key"
+}
+
+test_case refusals_change_nothing
+refusals_change_nothing() {
+        setup_enrolled
+        local before
+        before=$(image_sum)
+        expect_exit 12 "$TPMGUARD" recovery-key "${FAST[@]}" --pin-file "$WORK/wrong" "$WORK/disk.img"
+        expect_in "nothing was changed" "$ERR"
+        expect_exit 12 "$TPMGUARD" passwd "${FAST[@]}" --pin-file "$WORK/wrong" --new-passphrase-file "$WORK/new.pass" \
+                "$WORK/disk.img"
+        printf 'not the passphrase' >"$WORK/bad.key"
+        expect_exit 12 "$TPMGUARD" recovery-key "${FAST[@]}" --unlock-key-file "$WORK/bad.key" "$WORK/disk.img"
+        # Never a keyslot a token uses.
+        expect_exit 2 "$TPMGUARD" recovery-key "${FAST[@]}" --pin-file "$WORK/pin" --replace 1 "$WORK/disk.img"
+        expect_in "a token uses keyslot 1" "$ERR"
+        expect_exit 2 "$TPMGUARD" passwd "${FAST[@]}" --pin-file "$WORK/pin" --key-slot 1 \
+                --new-passphrase-file "$WORK/new.pass" "$WORK/disk.img"
+        expect_in "A token uses keyslot 1" "$ERR"
+        expect_exit 17 "$TPMGUARD" recovery-key "${FAST[@]}" --pin-file "$WORK/pin" --replace 5 "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" recovery-key --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" passwd --replace 0 "$WORK/disk.img"
+        [ "$(image_sum)" = "$before" ]
+        # A recovery key is replaced by recovery-key, not changed by passwd.
+        expect_exit 0 "$TPMGUARD" recovery-key "${FAST[@]}" --pin-file "$WORK/pin" "$WORK/disk.img"
+        recovery_key_from_output "$WORK/rk"
+        before=$(image_sum)
+        expect_exit 2 "$TPMGUARD" passwd "${FAST[@]}" --unlock-key-file "$WORK/rk" --new-passphrase-file "$WORK/new.pass" \
+                "$WORK/disk.img"
+        expect_in "is a recovery key" "$ERR"
+        # Two typed secrets besides the token, one of them a recovery key: passwd by PIN finds the passphrase.
+        [ "$(image_sum)" = "$before" ]
+        expect_exit 0 "$TPMGUARD" passwd "${FAST[@]}" --pin-file "$WORK/pin" --new-passphrase-file "$WORK/new.pass" \
+                "$WORK/disk.img"
+        expect_in "replaces keyslot 0" "$OUT"
+        key_opens "$WORK/rk"
+        pin_opens "$WORK/pin"
+}
+
+# A crash between "keyslot added" and "marker bound", recreated with
+# cryptsetup alone (every build; the fault-injection test covers every other
+# point): the marker's PBKDF fingerprint tells tpmguard's own keyslot from
+# one someone else added at that number.
+test_case cleanup_undoes_unbound_passwd_by_fingerprint
+cleanup_undoes_unbound_passwd_by_fingerprint() {
+        setup_enrolled
+        printf 'half-added' >"$WORK/half.key"
+        cryptsetup luksAddKey --batch-mode --pbkdf argon2id --pbkdf-force-iterations 4 --pbkdf-memory 32768 \
+                --pbkdf-parallel 1 --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/half.key"
+        printf '{"type":"tpmguard-pending","keyslots":[],"version":1,"operation":"passwd","old_keyslot":0,"new_keyslot":2,"committed":false,"pbkdf":{"type":"argon2id","iterations":4,"memory":32768,"parallel":1}}' \
+                >"$WORK/marker.json"
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "interrupted passwd" "$OUT"
+        expect_in "orphan keyslot 2 (new keyslot of an interrupted operation)" "$OUT"
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        refute key_opens "$WORK/half.key"
+        key_opens "$WORK/recovery.key"
+        # Another PBKDF at that number: someone else's passphrase, kept.
+        cryptsetup luksAddKey --batch-mode --pbkdf argon2id --pbkdf-force-iterations 5 --pbkdf-memory 32768 \
+                --pbkdf-parallel 1 --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/half.key"
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        expect_in "Keeping keyslot 2" "$ERR"
+        key_opens "$WORK/half.key"
+        key_opens "$WORK/recovery.key"
+        pin_opens "$WORK/pin"
+}
+
+run_cases
