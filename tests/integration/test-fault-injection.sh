@@ -1,11 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Crash safety of the lifecycle commands, by fault injection: for each of
-# change-pin, rotate, reseal (by unseal and by recovery passphrase) and
-# remove, kill the process at fault point 1, 2, 3, ... (after every
+# change-pin, rotate, reseal (by unseal and by recovery passphrase), remove,
+# recovery-key and passwd, kill the process at fault point 1, 2, 3, ... (after every
 # libcryptsetup header write and every TPM command; lib/fault.h) until
 # a run completes without reaching the point. After every kill:
-#   - the recovery passphrase opens the volume;
+#   - the recovery passphrase opens the volume (recovery-key, passwd: the
+#     old recovery passphrase or the new key or passphrase, and the new key
+#     only if it was already shown);
 #   - the old or the new TPM credential unlocks through the plugin and the
 #     real cryptsetup binary;
 #   - status reports every leftover keyslot as an orphan, with the command
@@ -109,7 +111,13 @@ inject_all() {
                 [ -n "$POINT_NAME" ] || { cat "$WORK/run.out" >&2; fail "no fault-injection line"; return 1; }
                 names="$names $POINT_NAME"
                 flush_dead_process
-                recovery_opens "$WORK/disk.img" >/dev/null || { fail "recovery passphrase does not open"; return 1; }
+                # Some typed secret the owner knows opens (the passphrase operations
+                # say which: the old one or the new one).
+                if declare -F op_owner_opens >/dev/null; then
+                        op_owner_opens || { fail "no passphrase the owner knows opens"; return 1; }
+                else
+                        recovery_opens "$WORK/disk.img" >/dev/null || { fail "recovery passphrase does not open"; return 1; }
+                fi
                 check_leftovers_reported || return 1
                 op_after_kill || return 1
                 POINT=$((POINT + 1))
@@ -138,7 +146,84 @@ if [ "${TPMGUARD_FAULT_INJECTION_BUILD:-}" != true ]; then
                 fi
                 pin_opens "$WORK/pin"
         }
-        run_cases
+        # recovery-key and passwd replace the typed secret itself: $WORK/recovery.key
+# always holds the current one (raw bytes), so check_clean checks it.
+key_opens() { cryptsetup open --test-passphrase --key-file "$1" "$WORK/disk.img" >/dev/null 2>&1; }
+# The keyslot a key file opens.
+slot_of() { cryptsetup open --test-passphrase -v --key-file "$1" "$WORK/disk.img" 2>&1 | sed -n 's/^Key slot \([0-9]*\) unlocked.*/\1/p'; }
+# The recovery key a run printed (only once shown), into file $2.
+shown_key() {
+        local k
+        k=$(grep -oE '[cbdefghijklnrtuv]{8}(-[cbdefghijklnrtuv]{8}){7}' "$1" | head -1)
+        [ -n "$k" ] || return 1
+        printf '%s' "$k" >"$2"
+}
+
+test_case fault_recovery_key
+fault_recovery_key() {
+        setup_volume
+        op_run() {
+                "$TPMGUARD" recovery-key --iter-time 100 --pin-file "$WORK/pin" --replace "$(slot_of "$WORK/recovery.key")" \
+                        "$WORK/disk.img"
+        }
+        op_owner_opens() {
+                recovery_opens "$WORK/disk.img" >/dev/null 2>&1 && return 0
+                # The old one is gone: the new key must open, and must have been shown.
+                shown_key "$WORK/run.out" "$WORK/new.key" || { fail "the old key is gone and the new one was never shown"; return 1; }
+                key_opens "$WORK/new.key"
+        }
+        op_after_kill() {
+                pin_opens "$WORK/pin" || { fail "the PIN no longer unlocks"; return 1; }
+                "$TPMGUARD" cleanup "$WORK/disk.img" >"$WORK/rerun.out" 2>&1 || { cat "$WORK/rerun.out" >&2; fail "cleanup failed"; return 1; }
+                if recovery_opens "$WORK/disk.img" >/dev/null 2>&1; then
+                        # Undone: a key shown before the commit must not open now.
+                        if shown_key "$WORK/run.out" "$WORK/new.key" && key_opens "$WORK/new.key"; then
+                                fail "old and new key both open after cleanup"
+                                return 1
+                        fi
+                else
+                        shown_key "$WORK/run.out" "$WORK/new.key" || { fail "completed, but the key was never shown"; return 1; }
+                        key_opens "$WORK/new.key" || { fail "neither the old nor the new key opens after cleanup"; return 1; }
+                        cp "$WORK/new.key" "$WORK/recovery.key"
+                fi
+                check_clean "$WORK/pin"
+        }
+        op_after_success() {
+                shown_key "$WORK/run.out" "$WORK/recovery.key" || { fail "no key shown"; return 1; }
+                check_clean "$WORK/pin"
+                [ "$(status_field '[k["kind"] for k in s["keyslots"]].count("recovery-key")')" = 1 ] ||
+                        { fail "status does not show the recovery key"; return 1; }
+        }
+        inject_all recovery-key
+}
+
+test_case fault_passwd
+fault_passwd() {
+        setup_volume
+        N=1
+        next_passphrase() { printf 'passphrase number %d' "$N" >"$WORK/other.key"; printf 'passphrase number %d\n' "$N" >"$WORK/other.line"; N=$((N + 1)); }
+        next_passphrase
+        op_run() {
+                "$TPMGUARD" passwd --iter-time 100 --pin-file "$WORK/pin" --new-passphrase-file "$WORK/other.line" "$WORK/disk.img"
+        }
+        op_owner_opens() { recovery_opens "$WORK/disk.img" >/dev/null 2>&1 || key_opens "$WORK/other.key"; }
+        changed() {
+                key_opens "$WORK/other.key" || { fail "the new passphrase does not open"; return 1; }
+                if recovery_opens "$WORK/disk.img" >/dev/null 2>&1; then fail "the old passphrase still opens"; return 1; fi
+                cp "$WORK/other.key" "$WORK/recovery.key"
+                next_passphrase
+                check_clean "$WORK/pin"
+        }
+        op_after_kill() {
+                pin_opens "$WORK/pin" || { fail "the PIN no longer unlocks"; return 1; }
+                op_run >"$WORK/rerun.out" 2>&1 || { cat "$WORK/rerun.out" >&2; fail "rerun failed"; return 1; }
+                changed
+        }
+        op_after_success() { changed; }
+        inject_all passwd
+}
+
+run_cases
         exit
 fi
 
@@ -241,6 +326,83 @@ fault_remove() {
         }
         op_after_success() { removed_clean; }
         inject_all remove
+}
+
+# recovery-key and passwd replace the typed secret itself: $WORK/recovery.key
+# always holds the current one (raw bytes), so check_clean checks it.
+key_opens() { cryptsetup open --test-passphrase --key-file "$1" "$WORK/disk.img" >/dev/null 2>&1; }
+# The keyslot a key file opens.
+slot_of() { cryptsetup open --test-passphrase -v --key-file "$1" "$WORK/disk.img" 2>&1 | sed -n 's/^Key slot \([0-9]*\) unlocked.*/\1/p'; }
+# The recovery key a run printed (only once shown), into file $2.
+shown_key() {
+        local k
+        k=$(grep -oE '[cbdefghijklnrtuv]{8}(-[cbdefghijklnrtuv]{8}){7}' "$1" | head -1)
+        [ -n "$k" ] || return 1
+        printf '%s' "$k" >"$2"
+}
+
+test_case fault_recovery_key
+fault_recovery_key() {
+        setup_volume
+        op_run() {
+                "$TPMGUARD" recovery-key --iter-time 100 --pin-file "$WORK/pin" --replace "$(slot_of "$WORK/recovery.key")" \
+                        "$WORK/disk.img"
+        }
+        op_owner_opens() {
+                recovery_opens "$WORK/disk.img" >/dev/null 2>&1 && return 0
+                # The old one is gone: the new key must open, and must have been shown.
+                shown_key "$WORK/run.out" "$WORK/new.key" || { fail "the old key is gone and the new one was never shown"; return 1; }
+                key_opens "$WORK/new.key"
+        }
+        op_after_kill() {
+                pin_opens "$WORK/pin" || { fail "the PIN no longer unlocks"; return 1; }
+                "$TPMGUARD" cleanup "$WORK/disk.img" >"$WORK/rerun.out" 2>&1 || { cat "$WORK/rerun.out" >&2; fail "cleanup failed"; return 1; }
+                if recovery_opens "$WORK/disk.img" >/dev/null 2>&1; then
+                        # Undone: a key shown before the commit must not open now.
+                        if shown_key "$WORK/run.out" "$WORK/new.key" && key_opens "$WORK/new.key"; then
+                                fail "old and new key both open after cleanup"
+                                return 1
+                        fi
+                else
+                        shown_key "$WORK/run.out" "$WORK/new.key" || { fail "completed, but the key was never shown"; return 1; }
+                        key_opens "$WORK/new.key" || { fail "neither the old nor the new key opens after cleanup"; return 1; }
+                        cp "$WORK/new.key" "$WORK/recovery.key"
+                fi
+                check_clean "$WORK/pin"
+        }
+        op_after_success() {
+                shown_key "$WORK/run.out" "$WORK/recovery.key" || { fail "no key shown"; return 1; }
+                check_clean "$WORK/pin"
+                [ "$(status_field '[k["kind"] for k in s["keyslots"]].count("recovery-key")')" = 1 ] ||
+                        { fail "status does not show the recovery key"; return 1; }
+        }
+        inject_all recovery-key
+}
+
+test_case fault_passwd
+fault_passwd() {
+        setup_volume
+        N=1
+        next_passphrase() { printf 'passphrase number %d' "$N" >"$WORK/other.key"; printf 'passphrase number %d\n' "$N" >"$WORK/other.line"; N=$((N + 1)); }
+        next_passphrase
+        op_run() {
+                "$TPMGUARD" passwd --iter-time 100 --pin-file "$WORK/pin" --new-passphrase-file "$WORK/other.line" "$WORK/disk.img"
+        }
+        op_owner_opens() { recovery_opens "$WORK/disk.img" >/dev/null 2>&1 || key_opens "$WORK/other.key"; }
+        changed() {
+                key_opens "$WORK/other.key" || { fail "the new passphrase does not open"; return 1; }
+                if recovery_opens "$WORK/disk.img" >/dev/null 2>&1; then fail "the old passphrase still opens"; return 1; fi
+                cp "$WORK/other.key" "$WORK/recovery.key"
+                next_passphrase
+                check_clean "$WORK/pin"
+        }
+        op_after_kill() {
+                pin_opens "$WORK/pin" || { fail "the PIN no longer unlocks"; return 1; }
+                op_run >"$WORK/rerun.out" 2>&1 || { cat "$WORK/rerun.out" >&2; fail "rerun failed"; return 1; }
+                changed
+        }
+        op_after_success() { changed; }
+        inject_all passwd
 }
 
 run_cases
