@@ -77,6 +77,8 @@ op unlock-cryptsetup-warm enrolled warm readclock readpublic load unseal
 op change-pin             enrolled cold certify create unseal
 op rotate                 enrolled cold certify create unseal
 op reseal                 enrolled cold certify create unseal
+op recovery-key           enrolled cold certify unseal
+op passwd                 enrolled cold certify unseal
 # A kernel without null_name (Debian's; kernel_null_name = if-available):
 # the fresh NULL key is still certified at every use.
 op verify-no-null-name        enrolled cold certify
@@ -177,6 +179,50 @@ before_reseal() { fetch_enrolled_secret; }
 run_reseal() {
         after_proxy=still_unlocks
         expect_exit 0 "$TPMGUARD" reseal --pin-file "$WORK/pin" "$WORK/disk.img"
+}
+# The passphrase operations (issue 21): authorized by the token's unseal,
+# they replace the recovery passphrase (keyslot 0). The capture search
+# covers the old recovery passphrase, the new passphrase or recovery key and
+# the unsealed keyslot secret (before_*). Refused, they must leave the image
+# byte for byte unchanged; worked, $WORK/recovery.key becomes the new secret
+# (for run_case's "recovery keyslot still opens").
+before_recovery-key() { fetch_enrolled_secret; }
+before_passwd() { fetch_enrolled_secret; }
+passphrase_op_begin() {
+        od -An -v -tx1 "$WORK/recovery.key" | tr -d ' \n' >>"$WORK/secret.hex"
+        echo >>"$WORK/secret.hex"
+        sha256sum "$WORK/disk.img" | cut -d' ' -f1 >"$WORK/image.before"
+        after_proxy=passphrase_op_end
+}
+passphrase_op_end() {
+        if [ "${LAST_EXIT:-0}" != 0 ] && [ "$(sha256sum "$WORK/disk.img" | cut -d' ' -f1)" != "$(cat "$WORK/image.before")" ]; then
+                echo "# refused, but the image changed" >&2
+                return 1
+        fi
+        still_unlocks
+}
+# The keyslot the current recovery secret opens.
+recovery_slot() {
+        cryptsetup open --test-passphrase -v --key-file "$WORK/recovery.key" "$WORK/disk.img" 2>&1 |
+                sed -n 's/^Key slot \([0-9]*\) unlocked.*/\1/p'
+}
+run_recovery-key() {
+        passphrase_op_begin
+        expect_exit 0 "$TPMGUARD" recovery-key --iter-time 100 --pin-file "$WORK/pin" --replace "$(recovery_slot)" \
+                "$WORK/disk.img" || return
+        grep -oE '[cbdefghijklnrtuv]{8}(-[cbdefghijklnrtuv]{8}){7}' <<<"$OUT" | head -1 | tr -d '\n' >"$WORK/recovery.key"
+        od -An -v -tx1 "$WORK/recovery.key" | tr -d ' \n' >>"$WORK/secret.hex"
+        echo >>"$WORK/secret.hex"
+}
+run_passwd() {
+        passphrase_op_begin
+        printf 'a new passphrase' >"$WORK/new.key"
+        od -An -v -tx1 "$WORK/new.key" | tr -d ' \n' >>"$WORK/secret.hex"
+        echo >>"$WORK/secret.hex"
+        printf 'a new passphrase\n' >"$WORK/new.line"
+        expect_exit 0 "$TPMGUARD" passwd --iter-time 100 --pin-file "$WORK/pin" --new-passphrase-file "$WORK/new.line" \
+                "$WORK/disk.img" || return
+        cp "$WORK/new.key" "$WORK/recovery.key"
 }
 without_null_name() {
         sed -i 's/^kernel_null_name = .*/kernel_null_name = if-available/' "$WORK/tpmguard.conf"
