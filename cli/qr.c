@@ -93,7 +93,8 @@ int tg_show_recovery_key(const tg_secret *key, int keyslot) {
         fflush(stdout);
         snprintf(head, sizeof head,
                  "A new recovery key for keyslot %d. It is shown only now and stored nowhere else; write it down\n"
-                 "and keep it away from this machine. It opens the volume without the TPM (cryptsetup open).\n\n    ",
+                 "and keep it away from this machine. It opens the volume without the TPM (cryptsetup open),\n"
+                 "once tpmguard reports \"Recovery key enrolled\" below.\n\n    ",
                  keyslot);
         r = write_str(head);
         if (r >= 0)
