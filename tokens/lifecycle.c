@@ -295,12 +295,11 @@ static void passphrase_marker_plan(struct crypt_device *cd, int marker_id, const
         k = p->roll_forward ? m->old_keyslot : m->new_keyslot;
         if (!tg_luks_keyslot_active(cd, k))
                 return;
+        /* Roll forward: the typed secret the owner chose to replace (the new one is proven and was shown).
+         * Undo: the new keyslot, if the marker is bound to it or it has exactly the PBKDF recorded. */
         if (tg_luks_keyslot_used_by_token(cd, k, marker_id))
                 p->why_kept = "a token uses it";
-        else if (p->roll_forward)
-                /* The typed secret the owner chose to replace; the new one is proven and was shown. */
-                p->leftover_keyslot = k;
-        else if (m->bound_keyslot == k || tg_luks_keyslot_has_pbkdf(cd, k, &m->pbkdf))
+        else if (p->roll_forward || m->bound_keyslot == k || tg_luks_keyslot_has_pbkdf(cd, k, &m->pbkdf))
                 p->leftover_keyslot = k;
         else
                 p->why_kept = "its PBKDF is not the one tpmguard chose for it, so it was added by someone else";
