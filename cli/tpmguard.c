@@ -355,6 +355,46 @@ static int cmd_verify(const cli *c) {
         return r;
 }
 
+/*
+ * A token without a PIN is refused unless tpmguard.conf allows it
+ * (allow_no_pin = yes) as well as --no-pin: against an active interposer it
+ * protects nothing, since the interposer can run Load, PolicyPCR and Unseal
+ * in a session of its own on any normal boot (issue 14 §3).
+ */
+static int check_no_pin_allowed(const cli *c, const tg_config *config) {
+        if (c->pin_file)
+                return log_error_rc(-TG_ERR_INVALID, "--no-pin and --pin-file contradict each other.");
+        if (!config->allow_no_pin)
+                return log_error_rc(-TG_ERR_INVALID,
+                                    "--no-pin is refused: %s does not allow tokens without a PIN. A token without a PIN "
+                                    "unseals for anyone who boots this machine, and an active interposer on the TPM bus "
+                                    "can unseal it with commands of its own. To accept that, set allow_no_pin = yes "
+                                    "there.", config->path ?: "tpmguard.conf");
+        log_warning("Sealing without a PIN: anyone who can boot this machine into the sealed PCR state unlocks the "
+                    "volume, and an active interposer on the TPM bus can unseal the secret with commands of its own "
+                    "on any normal boot. Only the recovery passphrase then stands between a thief and the data.");
+        return 0;
+}
+
+/* A new PIN, asked twice on a terminal (or read from file), at least pin_min_length bytes. */
+static int read_new_pin(const tg_config *config, const char *file, tg_secret **ret) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        int r;
+
+        r = tg_pin_read(file, "New TPM PIN: ", true, &pin);
+        if (r == -TG_ERR_CANCELLED)
+                return log_error_rc(r, "No PIN given (an empty PIN is no PIN).%s",
+                                    config->allow_no_pin ? " Use --no-pin to seal without one." : "");
+        if (r < 0)
+                return r;
+        if (pin->size < config->pin_min_length)
+                return log_error_rc(-TG_ERR_INVALID, "The PIN has %zu characters; at least %u are required "
+                                    "(pin_min_length in %s).", pin->size, config->pin_min_length,
+                                    config->path ?: "tpmguard.conf");
+        *ret = TAKE_PTR(pin);
+        return 0;
+}
+
 static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_params *p,
                                 tg_pcr_values *explicit_values, tg_secret **ret_pin, tg_secret **ret_owner_auth) {
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
@@ -377,14 +417,13 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
                 p->explicit_values = explicit_values;
         }
         if (c->no_pin) {
-                if (c->pin_file)
-                        return log_error_rc(-TG_ERR_INVALID, "--no-pin and --pin-file contradict each other.");
-                log_warning("Enrolling without a PIN: anyone who can boot this machine into the sealed PCR state "
-                            "unlocks the volume.");
-        } else {
-                r = tg_pin_read(c->pin_file, "New TPM PIN: ", true, &pin);
+                r = check_no_pin_allowed(c, config);
                 if (r < 0)
-                        return log_error_rc(r, "No PIN given. Use --no-pin to enroll without one.");
+                        return r;
+        } else {
+                r = read_new_pin(config, c->pin_file, &pin);
+                if (r < 0)
+                        return r;
         }
         if (c->owner_auth_file) {
                 r = tg_pin_read(c->owner_auth_file, "Owner hierarchy password: ", false, &owner);
@@ -573,9 +612,9 @@ static int cmd_change_pin(const cli *c) {
         r = token_command_begin(c, "change-pin", &config, &pin);
         if (r < 0)
                 return r;
-        r = tg_pin_read(c->new_pin_file, "New TPM PIN: ", true, &new_pin);
+        r = read_new_pin(config, c->new_pin_file, &new_pin);
         if (r < 0)
-                return log_error_rc(r, "No new PIN given (terminal, or --new-pin-file F).");
+                return log_error_rc(r, "No new PIN set (terminal, or --new-pin-file F). Nothing was changed.");
         r = tg_change_pin(config, c->args[0], c->token, pin, new_pin, &res);
         if (r < 0)
                 return log_error_rc(r, "Changing the PIN failed: %s.", tg_err_str(r));
