@@ -598,6 +598,18 @@ static void check_token(doctor *d, struct crypt_device *cd, const char *device, 
                 return;
         }
         tg_pcr_list_format(token.pcr_mask, pcrs, sizeof pcrs);
+        {
+                char why[256];
+                /* The header is attacker-writable: a token weaker than the
+                 * configuration may have been edited (issue 14 §2). */
+                if (tg_token_policy_weaker(&token, d->config, why, sizeof why)) {
+                        c = add_check(d, "volume", subject, TG_DOCTOR_WARNING, 0,
+                                      "The token's policy is weaker than the configuration: %s. It may have been "
+                                      "edited in the LUKS2 header.", why);
+                        set_next(d, c, "If you did not make it so, unlock with the recovery passphrase and seal again "
+                                 "under the configured policy: tpmguard reseal --unlock-key-file F %s", device);
+                }
+        }
         ks = token.keyslot >= 0 ? crypt_keyslot_status(cd, token.keyslot) : CRYPT_SLOT_INVALID;
         if (ks != CRYPT_SLOT_ACTIVE && ks != CRYPT_SLOT_ACTIVE_LAST) {
                 c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, -TG_ERR_TOKEN,

@@ -114,6 +114,14 @@ sanitizer_reports() {
 }
 
 run_cases() {
+        # TPMGUARD_CASES="a b": only those cases (when working on one).
+        if [ -n "${TPMGUARD_CASES:-}" ]; then
+                local want=() k
+                for k in "${_tap_cases[@]}"; do
+                        case " $TPMGUARD_CASES " in *" $k "*) want+=("$k") ;; esac
+                done
+                _tap_cases=("${want[@]}")
+        fi
         echo "1..${#_tap_cases[@]}"
         local c rc base_asan=${ASAN_OPTIONS:-} base_ubsan=${UBSAN_OPTIONS:-}
         for c in "${_tap_cases[@]}"; do
