@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "binding.h"
 #include "config.h"
 #include "doctor.h"
 #include "error.h"
@@ -793,6 +794,41 @@ static int cmd_config(const cli *c) {
         return 0;
 }
 
+/*
+ * tpmguard bind DEVICE: records the volume's binding (tokens/binding.h) for
+ * volumes enrolled with 'cryptsetup token import' or before bindings
+ * existed. Authorized by a passphrase of the volume, which proves that the
+ * volume key is the one being recorded; the TPM is not involved.
+ */
+static int cmd_bind(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_secret_ tg_secret *unlock = NULL;
+        int r;
+
+        r = one_device(c, "bind");
+        if (r < 0)
+                return r;
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_luks_open(c->args[0], &cd);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_pin_read(NULL, "Passphrase of the volume: ", false, &unlock);
+        if (r < 0)
+                return r;
+        r = tg_volume_binding_record(config->state_dir, cd, CRYPT_ANY_SLOT, unlock);
+        if (r < 0)
+                return log_error_rc(r, "Binding failed: %s. Nothing was recorded.", tg_err_str(r));
+        printf("Bound %s (UUID %s) to this machine. Rebuild the initrd so that it carries the binding "
+               "(update-initramfs -u, or dracut -f).\n", c->args[0], crypt_get_uuid(cd));
+        return 0;
+}
+
 static int cmd_status(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_(json_object_putp) json_object *status = NULL;
@@ -839,6 +875,8 @@ static const cli_command commands[] = {
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), cmd_status },
         { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, cmd_cleanup },
+        { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
+          O(UNLOCK_KEY_FILE), cmd_bind },
         { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, cmd_config },
         { "help", "[COMMAND]", "Show this help, or one command's", 0, cmd_help },
 };

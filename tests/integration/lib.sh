@@ -94,6 +94,14 @@ expect_in() {
         fi
 }
 
+refute_in() {
+        local needle=$1 haystack=$2
+        if grep -qiF -- "$needle" <<<"$haystack"; then
+                echo "# did not expect \"$needle\" in: $haystack" | head -5 >&2
+                return 1
+        fi
+}
+
 # Sanitizer reports (build-asan) fail the case that produced them, even when
 # the crashing command was expected to fail: every sanitized process writes
 # its report into a per-case directory, checked after the case.
