@@ -244,12 +244,17 @@ int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret) {
                                     "The EK certificate is truncated: its DER header announces %zu bytes, %zu are present.",
                                     header + content, size);
         total = header + content;
-        /* Some TPMs store the certificate zero-padded to the NV index size. Only zeros may follow. */
+        /*
+         * Some TPMs store the certificate padded to the NV index size: with
+         * zeros, or with 0xFF (erased flash; STMicroelectronics ST33 parts,
+         * see tests/data/ek-samples). Only one padding byte value, repeated,
+         * may follow.
+         */
         for (size_t i = total; i < size; i++)
-                if (buf[i] != 0)
+                if (buf[i] != buf[total] || (buf[i] != 0x00 && buf[i] != 0xff))
                         return log_error_rc(-TG_ERR_EK_CERT,
-                                            "The EK certificate is followed by %zu bytes that are not zero padding.",
-                                            size - total);
+                                            "The EK certificate is followed by %zu bytes that are not padding "
+                                            "(all 0x00 or all 0xFF).", size - total);
         *ret = total;
         return 0;
 }

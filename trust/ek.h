@@ -101,7 +101,7 @@ int tg_ek_template_public(const tg_ek_template *t, TPM2B_PUBLIC *ret);
 /*
  * Length of the DER certificate at the start of buf: the outer SEQUENCE's
  * header plus content. Bytes after it are NV padding and are accepted only if
- * all zero.
+ * all 0x00 or all 0xFF.
  */
 int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret);
 /* A certificate from PEM or DER bytes (DER possibly zero-padded). */

@@ -411,9 +411,17 @@ static void test_cert_parse(void **state) {
         assert_int_equal(X509_cmp(parsed, c->leaf), 0);
         X509_free(TAKE_PTR(parsed));
 
-        /* Padding that is not all zero. */
+        /* Padding that is neither all 0x00 nor all 0xFF. */
         padded[der_len + 50] = 0xff;
         assert_int_equal(tg_ek_cert_parse(padded, (size_t) der_len + 100, &parsed), -TG_ERR_EK_CERT);
+        padded[der_len + 50] = 0x01;
+        memset(padded + der_len, 0xff, 50);
+        assert_int_equal(tg_ek_cert_parse(padded, (size_t) der_len + 100, &parsed), -TG_ERR_EK_CERT);
+        /* Erased-flash padding (0xFF throughout), as ST33 TPMs have it. */
+        memset(padded + der_len, 0xff, 100);
+        assert_int_equal(tg_ek_cert_parse(padded, (size_t) der_len + 100, &parsed), 0);
+        assert_int_equal(X509_cmp(parsed, c->leaf), 0);
+        X509_free(TAKE_PTR(parsed));
         /* Truncated. */
         assert_int_equal(tg_ek_cert_parse(der, (size_t) der_len - 1, &parsed), -TG_ERR_EK_CERT);
         /* A well-formed SEQUENCE that is no certificate. */
