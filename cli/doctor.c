@@ -28,7 +28,7 @@
 #include "pinned.h"
 #include "policy.h"
 #include "seal.h"
-#include "spawn.h"
+#include "subprocess.h"
 #include "tpm.h"
 #include "util.h"
 

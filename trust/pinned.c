@@ -110,7 +110,7 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         r = tg_public_name(&key.public.publicArea, &computed);
         if (r < 0)
                 return r;
-        if (computed.size != name_size || memcmp(computed.name, name_bytes, name_size) != 0)
+        if (!tg_name_equal_bytes(&computed, name_bytes, name_size))
                 return log_error_rc(-TG_ERR_INVALID, "pinned key file: \"name\" does not match \"public\" (file corrupted or edited).");
         key.name = computed;
 

@@ -11,7 +11,7 @@
 #include "error.h"
 #include "log.h"
 #include "macro.h"
-#include "spawn.h"
+#include "subprocess.h"
 
 bool tg_find_program(const char *name, char *buf, size_t size) {
         const char *path = getenv("PATH") ?: "/usr/sbin:/usr/bin:/sbin:/bin";
