@@ -441,7 +441,8 @@ static void check_provisioning(doctor *d) {
 
 static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
         _cleanup_(X509_freep) X509 *cert = NULL;
-        _cleanup_free_ char *hex = NULL;
+        _cleanup_(tg_ek_anchor_done) tg_ek_anchor anchor = {};
+        _cleanup_free_ char *hex = NULL, *anchor_hex = NULL;
         unsigned char *der = NULL;
         uint8_t digest[32];
         unsigned int digest_len = 0;
@@ -454,9 +455,15 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                 return;
         }
         if (d->pinned.ek_nv_index == 0) {
-                add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0,
-                          "Not re-checked: the EK certificate was given as a file at provisioning, not read from "
-                          "the TPM.");
+                if (d->pinned.ek_anchor_vendor[0])
+                        add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0,
+                                  "Not re-checked: the EK certificate was given as a file at provisioning, not read "
+                                  "from the TPM. At provisioning it chained to the %s root CA (SHA-256 %s).",
+                                  d->pinned.ek_anchor_vendor, d->pinned.ek_anchor_sha256);
+                else
+                        add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0,
+                                  "Not re-checked: the EK certificate was given as a file at provisioning, not read "
+                                  "from the TPM.");
                 return;
         }
         snprintf(nv, sizeof nv, "NV 0x%08x", d->pinned.ek_nv_index);
@@ -485,7 +492,9 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                 _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
                 r = tg_ek_trust_load(d->config->ek_ca, NULL, &trust);
                 if (r >= 0)
-                        r = tg_ek_cert_verify(trust, cert);
+                        r = tg_ek_cert_verify_anchor(trust, cert, &anchor);
+                if (r >= 0 && tg_hex_encode(anchor.sha256, sizeof anchor.sha256, &anchor_hex) < 0)
+                        r = -TG_ERR_NOMEM;
         }
         capture_end();
         if (r < 0) {
@@ -497,7 +506,8 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                 return;
         }
         add_check(d, "ek-certificate", nv, TG_DOCTOR_OK, 0,
-                  "The EK certificate is the one proven at provisioning and chains to %s.", d->config->ek_ca);
+                  "The EK certificate is the one proven at provisioning and chains to the %s root CA \"%s\" "
+                  "(SHA-256 %s) of %s.", anchor.vendor, anchor.subject, anchor_hex, d->config->ek_ca);
 }
 
 static void check_tpm(doctor *d) {

@@ -638,7 +638,7 @@ size_t tg_ek_trust_anchor_count(const tg_ek_trust *t) {
         return n;
 }
 
-/* The vendor of an anchor: its manifest line, else its subject's organization. */
+/* The vendor of an anchor: its manifest line, else its subject's organization, else its common name. */
 static char *anchor_vendor(const tg_ek_trust *t, X509 *anchor, const uint8_t fp[32]) {
         const X509_NAME *name = X509_get_subject_name(anchor);
         int i;
@@ -649,6 +649,8 @@ static char *anchor_vendor(const tg_ek_trust *t, X509 *anchor, const uint8_t fp[
                         return strdup(e->vendor);
         }
         i = X509_NAME_get_index_by_NID(name, NID_organizationName, -1);
+        if (i < 0)
+                i = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
         if (i >= 0) {
                 unsigned char *utf8 = NULL;
                 int len = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
