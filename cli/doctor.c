@@ -492,6 +492,8 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                 _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
                 r = tg_ek_trust_load(d->config->ek_ca, NULL, &trust);
                 if (r >= 0)
+                        r = tg_ek_trust_add_nv_chain(trust, tpm);
+                if (r >= 0)
                         r = tg_ek_cert_verify_anchor(trust, cert, &anchor);
                 if (r >= 0 && tg_hex_encode(anchor.sha256, sizeof anchor.sha256, &anchor_hex) < 0)
                         r = -TG_ERR_NOMEM;

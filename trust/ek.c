@@ -473,6 +473,7 @@ struct tg_ek_trust {
         STACK_OF(X509) *distrusted; /* certificates dropped by a distrust list, for diagnostics */
         tg_ek_manifest **manifests; /* of the store directories that have one: vendor names */
         size_t n_manifests;
+        tg_ek_fingerprints distrust; /* every store's distrust lists, for helpers added later */
 };
 
 void tg_ek_trust_free(tg_ek_trust *t) {
@@ -485,6 +486,7 @@ void tg_ek_trust_free(tg_ek_trust *t) {
         for (size_t i = 0; i < t->n_manifests; i++)
                 tg_ek_manifest_free(t->manifests[i]);
         free(t->manifests);
+        tg_ek_fingerprints_done(&t->distrust);
         free(t);
 }
 
@@ -523,7 +525,6 @@ static int apply_distrust(STACK_OF(X509) *certs, const tg_ek_fingerprints *distr
 
 int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_ek_trust **ret) {
         _cleanup_(tg_ek_trust_freep) tg_ek_trust *t = NULL;
-        _cleanup_(tg_ek_fingerprints_done) tg_ek_fingerprints distrust = {};
         _cleanup_free_ char *list = NULL;
         char *save = NULL;
         size_t n_stores = 0, n_missing = 0;
@@ -564,7 +565,7 @@ int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_e
                         n_missing++;
                         continue;
                 }
-                r = load_ca_store(path, t->known, &m, &distrust);
+                r = load_ca_store(path, t->known, &m, &t->distrust);
                 if (r == -TG_ERR_NOT_FOUND)
                         return -TG_ERR_EK_CERT;
                 if (r < 0)
@@ -585,7 +586,7 @@ int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_e
                                     "certificates (tpmguard ships them in its default store), or point ek_ca or "
                                     "--ek-ca at them.", ca_stores);
         /* The administrator's distrust list wins over every store: the CA is gone as anchor and as helper. */
-        r = apply_distrust(t->known, &distrust, t->distrusted);
+        r = apply_distrust(t->known, &t->distrust, t->distrusted);
         if (r < 0)
                 return r;
         if (sk_X509_num(t->known) == 0)
@@ -619,7 +620,7 @@ int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_e
                 if (r == 0)
                         return log_error_rc(-TG_ERR_EK_CERT, "The intermediates file %s holds no certificate.",
                                             intermediates_file);
-                r = apply_distrust(t->untrusted, &distrust, t->distrusted);
+                r = apply_distrust(t->untrusted, &t->distrust, t->distrusted);
                 if (r < 0)
                         return r;
         }
@@ -627,6 +628,22 @@ int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_e
                   sk_X509_num(t->untrusted), sk_X509_num(t->distrusted), ca_stores);
         *ret = TAKE_PTR(t);
         return 0;
+}
+
+int tg_ek_trust_add_untrusted(tg_ek_trust *t, X509 *cert) {
+        uint8_t fp[32];
+
+        if (!cert_sha256(cert, fp))
+                return -TG_ERR_NOMEM;
+        /* A distrusted CA stays out, wherever it comes from. */
+        if (tg_ek_fingerprints_contain(&t->distrust, fp)) {
+                if (!X509_add_cert(t->distrusted, cert, X509_ADD_FLAG_UP_REF))
+                        return -TG_ERR_NOMEM;
+                return 0;
+        }
+        if (!X509_add_cert(t->untrusted, cert, X509_ADD_FLAG_UP_REF | X509_ADD_FLAG_NO_DUP))
+                return -TG_ERR_NOMEM;
+        return 1;
 }
 
 size_t tg_ek_trust_anchor_count(const tg_ek_trust *t) {
@@ -1075,7 +1092,7 @@ static uint16_t nv_buffer_max(tg_tpm *tpm) {
         return 512; /* every TPM 2.0 supports at least this much */
 }
 
-static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size) {
+static int nv_read(tg_tpm *tpm, uint32_t index, size_t max_size, uint8_t **ret, size_t *ret_size) {
         _cleanup_handle_ tg_handle nv = { .esys = tpm->esys, .tr = ESYS_TR_NONE, .close_only = true };
         _cleanup_esys_ TPM2B_NV_PUBLIC *pub = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
@@ -1090,7 +1107,7 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "NV_ReadPublic(EK certificate)");
         size = pub->nvPublic.dataSize;
-        if (size == 0 || size > EK_CERT_MAX_SIZE)
+        if (size == 0 || size > max_size)
                 return log_error_rc(-TG_ERR_EK_CERT, "The EK certificate NV index 0x%08x has an implausible size (%u).",
                                     index, size);
         /*
@@ -1126,12 +1143,112 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         return 0;
 }
 
+/*
+ * TCG EK Credential Profile 2.5, 2.2.1.5: NV indices 0x01C00100 to
+ * 0x01C001FF may hold certificates of the EK certificate's chain, DER,
+ * concatenated, padded. Intel PTT keeps its per-platform CAs (below the
+ * "On Die CSME P_MCC" issuing CA) there, so its chains cannot be built
+ * without them.
+ */
+#define EK_CHAIN_NV_FIRST 0x01C00100
+#define EK_CHAIN_NV_LAST 0x01C001FF
+#define EK_CHAIN_MAX_SIZE 16384
+
+static int nv_chain_indices(tg_tpm *tpm, uint32_t *indices, size_t max, size_t *ret_n) {
+        TPM2_HANDLE next = EK_CHAIN_NV_FIRST;
+        TPMI_YES_NO more = TPM2_YES;
+        size_t n = 0;
+
+        while (more == TPM2_YES && n < max) {
+                _cleanup_esys_ TPMS_CAPABILITY_DATA *cap = NULL;
+                TSS2_RC rc = Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                                TPM2_CAP_HANDLES, next, TPM2_MAX_CAP_HANDLES, &more, &cap);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "GetCapability(NV indices)");
+                const TPML_HANDLE *h = &cap->data.handles;
+                if (h->count == 0)
+                        break;
+                for (uint32_t i = 0; i < h->count && n < max; i++)
+                        if (h->handle[i] >= EK_CHAIN_NV_FIRST && h->handle[i] <= EK_CHAIN_NV_LAST)
+                                indices[n++] = h->handle[i];
+                if (h->handle[h->count - 1] >= EK_CHAIN_NV_LAST)
+                        break;
+                next = h->handle[h->count - 1] + 1;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static bool all_padding(const uint8_t *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (p[i] != p[0] || (p[i] != 0x00 && p[i] != 0xff))
+                        return false;
+        return true;
+}
+
+/* Adds the concatenated DER certificates of buf (padding after the last one allowed) to the trust's helpers. */
+static int add_der_chain(tg_ek_trust *t, const uint8_t *buf, size_t size, uint32_t index, unsigned *ret_added) {
+        const uint8_t *p = buf;
+
+        while ((size_t) (p - buf) < size) {
+                size_t left = size - (size_t) (p - buf);
+                X509 *c;
+                int r;
+
+                if (all_padding(p, left))
+                        break;
+                c = *p == 0x30 ? d2i_X509(NULL, &p, (long) left) : NULL;
+                ERR_clear_error();
+                if (!c) {
+                        log_info("NV index 0x%08x holds no certificate at offset %zu: the rest of it is ignored.",
+                                 index, size - left);
+                        return -TG_ERR_EK_CERT;
+                }
+                r = tg_ek_trust_add_untrusted(t, c);
+                X509_free(c);
+                if (r < 0)
+                        return r;
+                *ret_added += (unsigned) r;
+        }
+        return 0;
+}
+
+int tg_ek_trust_add_nv_chain(tg_ek_trust *t, tg_tpm *tpm) {
+        uint32_t indices[32];
+        size_t n = 0;
+        unsigned added = 0;
+        int r;
+
+        r = nv_chain_indices(tpm, indices, ELEMENTSOF(indices), &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ uint8_t *buf = NULL;
+                size_t size = 0;
+
+                r = nv_read(tpm, indices[i], EK_CHAIN_MAX_SIZE, &buf, &size);
+                if (r == -TG_ERR_NOMEM || r == -TG_ERR_TPM_UNREACHABLE)
+                        return r;
+                if (r < 0) {
+                        /* Unreadable or implausible: it only ever helps, so it is skipped. */
+                        log_info("The EK chain NV index 0x%08x is not readable: ignored.", indices[i]);
+                        continue;
+                }
+                r = add_der_chain(t, buf, size, indices[i], &added);
+                if (r == -TG_ERR_NOMEM)
+                        return r;
+        }
+        if (added > 0)
+                log_debug("%u intermediate certificates from the TPM's EK chain NV indices.", added);
+        return 0;
+}
+
 int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret) {
         _cleanup_free_ uint8_t *buf = NULL;
         size_t size;
         int r;
 
-        r = nv_read(tpm, nv_index, &buf, &size);
+        r = nv_read(tpm, nv_index, EK_CERT_MAX_SIZE, &buf, &size);
         if (r < 0)
                 return r;
         return tg_ek_cert_parse(buf, size, ret);
@@ -1265,7 +1382,7 @@ static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_trust *trust, ek_candid
                 if (!present[i])
                         continue;
                 snprintf(origin, sizeof origin, "NV index 0x%08x", ek_templates[i].nv_index);
-                r = nv_read(tpm, ek_templates[i].nv_index, &buf, &size);
+                r = nv_read(tpm, ek_templates[i].nv_index, EK_CERT_MAX_SIZE, &buf, &size);
                 if (r >= 0)
                         r = tg_ek_cert_parse(buf, size, &cert);
                 if (r >= 0)
@@ -1374,6 +1491,10 @@ int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const 
 
         /* The CA store first: a broken store is reported once, before any TPM work. */
         r = tg_ek_trust_load(opts->ca_store, opts->intermediates_file, &trust);
+        if (r < 0)
+                return r;
+        /* The TPM's own chain certificates, as helpers only: the chain must still end at a store root. */
+        r = tg_ek_trust_add_nv_chain(trust, tpm);
         if (r < 0)
                 return r;
         r = opts->cert_file ? ek_candidate_from_file(tpm, trust, opts->cert_file, &c)

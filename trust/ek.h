@@ -122,6 +122,18 @@ typedef struct tg_ek_trust tg_ek_trust;
 int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_ek_trust **ret);
 void tg_ek_trust_free(tg_ek_trust *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tg_ek_trust *, tg_ek_trust_free);
+/*
+ * Adds an intermediate that may help build a chain (never an anchor), unless
+ * a distrust list names it. Returns 1 when added, 0 when distrusted.
+ */
+int tg_ek_trust_add_untrusted(tg_ek_trust *t, X509 *cert);
+/*
+ * Adds the certificates of the TPM's EK chain NV indices (0x01C00100 to
+ * 0x01C001FF, TCG EK Credential Profile; Intel PTT keeps its platform CAs
+ * there) as intermediates. An index that does not parse is skipped: they only
+ * ever help.
+ */
+int tg_ek_trust_add_nv_chain(tg_ek_trust *t, tg_tpm *tpm);
 /* How many trust anchors (self-signed roots) the loaded stores hold. */
 size_t tg_ek_trust_anchor_count(const tg_ek_trust *t);
 /* Chain verification; each failure class has its own message naming cause and next step. */

@@ -192,6 +192,38 @@ default_store_refuses_swtpm_until_added() {
         test ! -e "$WORK/state/ek-signing-key.json"
 }
 
+# The TPM's EK chain NV indices (0x01C00100..0x01C001FF, where Intel PTT keeps
+# its platform CAs) complete a chain as untrusted helpers: the intermediate
+# is there (DER, 0xFF padded), the store holds only the root.
+test_case ek_chain_from_tpm_nv
+ek_chain_from_tpm_nv() {
+        tpm_setup
+        export TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI
+        # Garbage in a chain index: ignored, the chain still lacks its intermediate.
+        head -c 300 /dev/urandom >"$WORK/garbage.bin"
+        tpm2_nvdefine 0x01C00101 -C o -s 300 -a "ownerwrite|ownerread|authread|authwrite|no_da" >/dev/null &&
+                tpm2_nvwrite 0x01C00101 -C o -i "$WORK/garbage.bin" || return 1
+        expect_exit 8 provision --ek-ca "$TPMGUARD_TEST_CA_ROOT"
+        openssl x509 -in "$TPMGUARD_TEST_CA_INTERMEDIATE" -outform der -out "$WORK/int.der"
+        { cat "$WORK/int.der"; head -c 64 /dev/zero | tr '\0' '\377'; } >"$WORK/chain.bin"
+        tpm2_nvdefine 0x01C00100 -C o -s "$(stat -c %s "$WORK/chain.bin")" \
+                -a "ownerwrite|ownerread|authread|authwrite|no_da" >/dev/null &&
+                tpm2_nvwrite 0x01C00100 -C o -i "$WORK/chain.bin" || return 1
+        expect_exit 0 provision --ek-ca "$TPMGUARD_TEST_CA_ROOT"
+        # A chain certificate is never an anchor: the intermediate alone trusts nothing.
+        rm "$WORK/state/ek-signing-key.json"
+        expect_exit 8 provision --ek-ca "$TPMGUARD_TEST_CA_INTERMEDIATE"
+        # A distrusted intermediate stays out, even from the TPM.
+        mkdir "$WORK/ca-dir"
+        cp "$TPMGUARD_TEST_CA_ROOT" "$WORK/ca-dir/root.pem"
+        openssl x509 -in "$TPMGUARD_TEST_CA_INTERMEDIATE" -noout -fingerprint -sha256 | cut -d= -f2 \
+                >"$WORK/ca-dir/distrust"
+        expect_exit 8 provision --ek-ca "$WORK/ca-dir"
+        expect_in "distrusted" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+        unset TPM2TOOLS_TCTI
+}
+
 test_case ek_cert_garbage_or_foreign
 ek_cert_garbage_or_foreign() {
         tpm_setup
