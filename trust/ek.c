@@ -571,7 +571,7 @@ int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_e
                 if (r < 0)
                         return r;
                 if (m) {
-                        tg_ek_manifest **grown = reallocarray(t->manifests, t->n_manifests + 1, sizeof *grown);
+                        tg_ek_manifest **grown = reallocarray(t->manifests, t->n_manifests + 1, sizeof(tg_ek_manifest *));
                         if (!grown) {
                                 tg_ek_manifest_free(m);
                                 return -TG_ERR_NOMEM;
