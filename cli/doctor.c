@@ -31,6 +31,7 @@
 #include "subprocess.h"
 #include "tpm.h"
 #include "util.h"
+#include "tpmguard-config.h"
 
 #define DOCTOR_DETAIL_MAX 4096u
 
@@ -231,8 +232,9 @@ static void set_next_for_error(doctor *d, tg_doctor_check *c, int r) {
                          "cannot be detected.", conf);
                 break;
         case TG_ERR_NOT_PROVISIONED:
-                set_next(d, c, "Run 'tpmguard provision' on a system you trust (it needs the TPM manufacturer's CA "
-                         "certificates: set ek_ca in %s or give --ek-ca), then rebuild the initrd.", conf);
+                set_next(d, c, "Run 'tpmguard provision' on a system you trust (it checks the EK certificate against "
+                         "the TPM manufacturers' CAs of ek_ca in %s, by default the ones tpmguard ships), then "
+                         "rebuild the initrd.", conf);
                 break;
         case TG_ERR_TPM_UNREACHABLE:
                 set_next(d, c, "Check that the TPM is enabled in the firmware setup and that its device exists "
@@ -248,9 +250,10 @@ static void set_next_for_error(doctor *d, tg_doctor_check *c, int r) {
                 break;
         case TG_ERR_EK_CERT:
         case TG_ERR_EK_PROOF:
-                set_next(d, c, "Make sure ek_ca in %s holds the TPM manufacturer's root and intermediate CA "
-                         "certificates. If the TPM or its certificate changed, run 'tpmguard provision' again on "
-                         "a system you trust; an unexplained change means the TPM is not the one provisioned.", conf);
+                set_next(d, c, "Make sure ek_ca in %s reaches the TPM manufacturer's root and intermediate CA "
+                         "certificates (add missing ones to " TPMGUARD_EK_CA_LOCAL_DIR ", and check its distrust "
+                         "list). If the TPM or its certificate changed, run 'tpmguard provision' again on a system "
+                         "you trust; an unexplained change means the TPM is not the one provisioned.", conf);
                 break;
         case TG_ERR_INVALID:
         case TG_ERR_CONFIG:
