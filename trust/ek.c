@@ -22,6 +22,7 @@
 #include "ek.h"
 #include "error.h"
 #include "log.h"
+#include "tpmguard-config.h"
 #include "util.h"
 
 /* A certificate larger than this in NV or in a file is not an EK certificate. */
@@ -682,11 +683,11 @@ static char *anchor_vendor(const tg_ek_trust *t, X509 *anchor, const uint8_t fp[
         return strdup("(unknown vendor)");
 }
 
-/* A failed chain whose missing issuer the administrator distrusted says so, before the generic message. */
-static void explain_distrusted(const tg_ek_trust *trust, X509_STORE_CTX *ctx) {
+/* A failed chain whose missing issuer the administrator distrusted says so. */
+static bool explain_distrusted(const tg_ek_trust *trust, X509_STORE_CTX *ctx) {
         X509 *at = X509_STORE_CTX_get_current_cert(ctx);
         if (!at)
-                return;
+                return false;
         for (int i = 0; i < sk_X509_num(trust->distrusted); i++) {
                 X509 *d = sk_X509_value(trust->distrusted, i);
                 if (X509_NAME_cmp(X509_get_subject_name(d), X509_get_issuer_name(at)) == 0) {
@@ -697,13 +698,58 @@ static void explain_distrusted(const tg_ek_trust *trust, X509_STORE_CTX *ctx) {
                                 tg_ek_fingerprint_format(fp, hex, sizeof hex);
                         log_error("The issuer \"%s\" (SHA-256 %s) is distrusted by a distrust list of the CA store.",
                                   strna(subject), hex);
-                        return;
+                        return true;
                 }
         }
+        return false;
+}
+
+/*
+ * A chain that lacks an issuer: the certificate's Authority Information
+ * Access (caIssuers) says where the vendor publishes it. Only named, never
+ * fetched: nothing is downloaded, at provisioning or at boot, and what an
+ * administrator adds to the local store is their decision. The URL comes
+ * from a certificate the TPM (or an interposer) handed over, so only
+ * printable ASCII of it is shown.
+ */
+static void explain_missing_issuer(X509_STORE_CTX *ctx) {
+        int err = X509_STORE_CTX_get_error(ctx);
+        X509 *at = X509_STORE_CTX_get_current_cert(ctx);
+        AUTHORITY_INFO_ACCESS *aia;
+
+        if (!at || (err != X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT && err != X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY))
+                return;
+        aia = X509_get_ext_d2i(at, NID_info_access, NULL, NULL);
+        ERR_clear_error();
+        if (!aia)
+                return;
+        for (int i = 0; i < sk_ACCESS_DESCRIPTION_num(aia); i++) {
+                const ACCESS_DESCRIPTION *ad = sk_ACCESS_DESCRIPTION_value(aia, i);
+                const ASN1_IA5STRING *uri;
+                char url[256];
+                int n;
+
+                if (OBJ_obj2nid(ad->method) != NID_ad_ca_issuers || ad->location->type != GEN_URI)
+                        continue;
+                uri = ad->location->d.uniformResourceIdentifier;
+                n = ASN1_STRING_length(uri) < (int) sizeof url - 1 ? ASN1_STRING_length(uri) : (int) sizeof url - 1;
+                for (int k = 0; k < n; k++) {
+                        unsigned char ch = ASN1_STRING_get0_data(uri)[k];
+                        url[k] = ch >= 0x21 && ch < 0x7f ? (char) ch : '?';
+                }
+                url[n > 0 ? n : 0] = '\0';
+                log_error("The missing issuer's certificate is published at %s (the certificate's Authority "
+                          "Information Access). tpmguard downloads nothing: fetch it on a trusted machine, check "
+                          "it, and add it to " TPMGUARD_EK_CA_LOCAL_DIR "/ (or give it with --ek-intermediates).",
+                          url);
+                break;
+        }
+        AUTHORITY_INFO_ACCESS_free(aia);
 }
 
 int tg_ek_cert_verify_anchor(const tg_ek_trust *trust, X509 *cert, tg_ek_anchor *ret_anchor) {
         _cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+        int r;
 
         if (!ctx)
                 return -TG_ERR_NOMEM;
@@ -740,8 +786,10 @@ int tg_ek_cert_verify_anchor(const tg_ek_trust *trust, X509 *cert, tg_ek_anchor 
                 return 0;
         }
         ERR_clear_error();
-        explain_distrusted(trust, ctx);
-        return chain_error(ctx, trust->known);
+        r = chain_error(ctx, trust->known);
+        if (!explain_distrusted(trust, ctx))
+                explain_missing_issuer(ctx);
+        return r;
 }
 
 int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert) {

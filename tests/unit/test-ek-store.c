@@ -535,6 +535,9 @@ static void test_real_ek_needs_store(void **state) {
         errors[0] = '\0';
         assert_int_equal(tg_ek_cert_verify(trust, cert), -TG_ERR_EK_CERT);
         assert_errors_mention("STM TPM EK Intermediate CA 05");
+        /* ... and where STMicro publishes it (the EK certificate's AIA), which is not fetched. */
+        assert_errors_mention("http://secure.globalsign.com/stmtpmekint05.crt");
+        assert_errors_mention("downloads nothing");
         tg_ek_trust_free(TAKE_PTR(trust));
 
         /* The administrator distrusts the anchor in the local directory: the shipped root no longer anchors. */

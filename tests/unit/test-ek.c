@@ -378,6 +378,36 @@ static void test_store_list_and_distrust(void **state) {
         assert_error_mentions("No manufacturer CA store");
 }
 
+/* The issuer named by the certificate's AIA is named in the message (sanitized), never fetched. */
+static void test_chain_missing_issuer_aia(void **state) {
+        static const char url[] = "http://pki.example.invalid/ek-ca.crt\nFAKE: forged log line";
+        chains *c = *state;
+        AUTHORITY_INFO_ACCESS *aia = sk_ACCESS_DESCRIPTION_new_null();
+        ACCESS_DESCRIPTION *ad = ACCESS_DESCRIPTION_new();
+        X509 *leaf = X509_dup(c->leaf);
+
+        assert_non_null(aia);
+        assert_non_null(ad);
+        assert_non_null(leaf);
+        ad->method = OBJ_nid2obj(NID_ad_ca_issuers);
+        ad->location->type = GEN_URI;
+        ad->location->d.uniformResourceIdentifier = ASN1_IA5STRING_new();
+        assert_int_equal(ASN1_STRING_set(ad->location->d.uniformResourceIdentifier, url, (int) strlen(url)), 1);
+        assert_true(sk_ACCESS_DESCRIPTION_push(aia, ad) > 0);
+        assert_int_equal(X509_add1_ext_i2d(leaf, NID_info_access, aia, 0, X509V3_ADD_DEFAULT), 1);
+        AUTHORITY_INFO_ACCESS_free(aia);
+        assert_true(X509_sign(leaf, c->one.int_key, EVP_sha256()) > 0);
+
+        /* With the intermediate: fine, the AIA plays no part. */
+        assert_int_equal(verify_with(c->bundle, NULL, leaf), 0);
+        /* Without: the URL is named, with its control characters neutralized, and nothing is fetched. */
+        assert_int_equal(verify_with(c->root, NULL, leaf), -TG_ERR_EK_CERT);
+        assert_error_mentions("http://pki.example.invalid/ek-ca.crt?FAKE:?forged?log?line");
+        assert_error_mentions("downloads nothing");
+        assert_null(strchr(last_error, '\n'));
+        X509_free(leaf);
+}
+
 static void test_chain_self_signed(void **state) {
         EVP_PKEY *k = gen_key("P-256");
         X509 *leaf = make_cert("Self", k, NULL, NULL, CERT_EK, -1, 3650);
@@ -997,6 +1027,7 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_chain_valid, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_store_errors, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_store_list_and_distrust, chains_setup, chains_teardown),
+                cmocka_unit_test_setup_teardown(test_chain_missing_issuer_aia, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_chain_self_signed, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_chain_other_ca, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_chain_validity_period, chains_setup, chains_teardown),
