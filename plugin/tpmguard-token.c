@@ -79,7 +79,7 @@ int cryptsetup_token_open_pin(struct crypt_device *cd, int token, const char *pi
                         goto out;
         }
 
-        r = tg_unlock_token_json(json, pin_secret, &passphrase);
+        r = tg_unlock_token_json(cd, json, pin_secret, &passphrase);
         if (r < 0)
                 goto out;
 
