@@ -175,14 +175,15 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
                                             origin, line, value);
                 return 0;
         }
-        if (strcmp(key, "allow_no_pin") == 0) {
+        if (strcmp(key, "allow_no_pin") == 0 || strcmp(key, "allow_unextended_pcrs") == 0) {
+                bool *b = strcmp(key, "allow_no_pin") == 0 ? &c->allow_no_pin : &c->allow_unextended_pcrs;
                 if (strcmp(value, "yes") == 0)
-                        c->allow_no_pin = true;
+                        *b = true;
                 else if (strcmp(value, "no") == 0)
-                        c->allow_no_pin = false;
+                        *b = false;
                 else
-                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: allow_no_pin must be \"yes\" or \"no\", not \"%s\".",
-                                            origin, line, value);
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: %s must be \"yes\" or \"no\", not \"%s\".",
+                                            origin, line, key, value);
                 return 0;
         }
         if (strcmp(key, "pin_min_length") == 0) {
@@ -227,6 +228,8 @@ int tg_config_get(const tg_config *c, const char *key, char **ret) {
                 s = buf;
         } else if (strcmp(key, "allow_no_pin") == 0)
                 s = c->allow_no_pin ? "yes" : "no";
+        else if (strcmp(key, "allow_unextended_pcrs") == 0)
+                s = c->allow_unextended_pcrs ? "yes" : "no";
         else if (strcmp(key, "pin_min_length") == 0) {
                 snprintf(buf, sizeof buf, "%u", c->pin_min_length);
                 s = buf;

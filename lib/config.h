@@ -27,6 +27,7 @@ typedef struct tg_config {
         uint16_t pcr_bank;     /* TPM2_ALG_SHA256 by default */
         uint32_t pcr_mask;     /* bit N = PCR N; PCR 7 by default */
         bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: issue 14 §3) */
+        bool allow_unextended_pcrs; /* seal to PCRs at their reset value (default no) */
         unsigned pin_min_length; /* shortest new PIN accepted (default TG_PIN_MIN_LENGTH_DEFAULT) */
         /* Not a file setting: set by the CLI's --accept-token-policy, to carry
          * over a token whose policy is weaker than this configuration. */
