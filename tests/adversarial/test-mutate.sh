@@ -31,7 +31,7 @@
 #   test-mutate.sh --op OP [--runs N] [--seed BASE] [--only-seed S]
 #
 # OP: verify, seal, unlock-plugin-cold, unlock-plugin-warm, provision.
-# Environment: TPMGUARD_MUTATE_RUNS (default 12), TPMGUARD_MUTATE_SEED
+# Environment: TPMGUARD_MUTATE_RUNS (default 20), TPMGUARD_MUTATE_SEED
 # (default 22; "random" picks one and prints it).
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
@@ -45,7 +45,7 @@ PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
 REGRESSIONS="$TPMGUARD_SRC/tests/adversarial/mutate-regressions"
 SECURITY_CCS=" Certify Unseal ActivateCredential ReadClock PCR_Read Create "
 
-op="" runs=${TPMGUARD_MUTATE_RUNS:-12} base=${TPMGUARD_MUTATE_SEED:-22} only_seed=""
+op="" runs=${TPMGUARD_MUTATE_RUNS:-20} base=${TPMGUARD_MUTATE_SEED:-22} only_seed=""
 while [ $# -gt 0 ]; do
         case $1 in
         --op) op=$2; shift ;;
