@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <openssl/core_names.h>
 #include <openssl/param_build.h>
 #include <tss2/tss2_rc.h>
@@ -109,6 +110,33 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {
 
         return log_error_rc(-TG_ERR_TPM, "%s failed: %s. 'tpmguard doctor' shows the TPM's state.", operation,
                             decoded);
+}
+
+int tg_tpm_get_properties(ESYS_CONTEXT *esys, TPM2_PT first, UINT32 count, TPMS_CAPABILITY_DATA **ret) {
+        TPMS_CAPABILITY_DATA *cap = NULL;
+        TPMI_YES_NO more;
+        TSS2_RC rc;
+
+        assert(count > 0 && count <= TPM2_MAX_TPM_PROPERTIES);
+        rc = Esys_GetCapability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES, first, count,
+                                &more, &cap);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "GetCapability(TPM properties)");
+        /*
+         * ESAPI unmarshals whichever capability the response names, and TPMU_CAPABILITIES is a
+         * union: a forged answer with another capability (TPML_HANDLE: up to 254 entries of 4
+         * bytes) read as tpmProperties (8 bytes each) would send the caller's loop past the
+         * end of the structure. Only the capability that was asked for, and no more entries.
+         */
+        if (cap->capability != TPM2_CAP_TPM_PROPERTIES || cap->data.tpmProperties.count > count) {
+                TPM2_CAP got = cap->capability;
+                Esys_Free(cap);
+                return log_error_rc(-TG_ERR_INTERPOSER,
+                                    "GetCapability(TPM properties) answered with capability 0x%08x and more entries "
+                                    "than asked: an interposer on the TPM bus is suspected.", got);
+        }
+        *ret = cap;
+        return 0;
 }
 
 void tg_handle_release(tg_handle *h) {

@@ -43,6 +43,12 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation);
  * delivered into that buffer (tcti.h), whatever the response's size fields say.
  */
 void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys);
+/*
+ * GetCapability(TPM2_CAP_TPM_PROPERTIES, first, count), the answer checked to
+ * be that capability with at most count entries (a forged capability type
+ * would make the union's tpmProperties unsafe to index). Esys_Free() *ret.
+ */
+int tg_tpm_get_properties(ESYS_CONTEXT *esys, TPM2_PT first, UINT32 count, TPMS_CAPABILITY_DATA **ret);
 /* The TPM_RC format-one/zero code with session/parameter/handle bits removed. */
 TSS2_RC tg_tpm_rc_base(TSS2_RC rc);
 
