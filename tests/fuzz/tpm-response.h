@@ -17,6 +17,13 @@
  *   then u16 length (big endian) ‖ response, repeated: the Nth command of
  *   the run gets the Nth response, whatever the command was.
  *
+ *   The same letters in lower case ('u', 's', 'p', 'v') patch one response of
+ *   the recorded session instead: a byte K, then the replacement for
+ *   response K (its bytes as they are, no length prefix); every other
+ *   response is the recorded one. Every response before K is then genuine,
+ *   so a mutation of response K is always reached, however deep in the
+ *   session K lies (HMAC-protected responses before it stay valid).
+ *
  * Everything runs the real code: tg_tpm_open() loads tests/fuzz/tcti-script.c
  * through tss2-tctildr as it would load the device TCTI, so tpmguard's own
  * TCTI layer, ESAPI, tss2-sys and tss2-mu parse every response.
@@ -66,6 +73,10 @@ static struct {
         char *token_json;
         TPM2B_NAME null_name;
         void (*replay)(const uint8_t *data, size_t size);
+        struct {
+                uint8_t *data;              /* the recorded script of each scenario, from corpus/tpm-response */
+                size_t size;
+        } recorded_scripts[4];
         int (*record)(const char *inner_conf);
         const uint8_t *(*recorded)(size_t *ret_size);
 } tgr;
@@ -116,6 +127,25 @@ static char *tgr_read_file(const char *path) {
         return buf;
 }
 
+static const char tgr_scenarios[4] = { 'U', 'S', 'P', 'V' };
+static const char *const tgr_seed_names[4] = { "unseal", "seal", "provision", "verify" };
+
+static uint8_t *tgr_read_binary(const char *path, size_t *ret_size) {
+        FILE *f = fopen(path, "re");
+        uint8_t *buf;
+        size_t n;
+
+        if (!f)
+                return NULL;
+        buf = malloc(1 << 16);
+        if (!buf)
+                abort();
+        n = fread(buf, 1, 1 << 16, f);
+        fclose(f);
+        *ret_size = n;
+        return buf;
+}
+
 /* Reads the context, writes the configuration, loads the TCTI module. 0 or -1. */
 static int tgr_setup(const char *context_dir, const char *module_path) {
         char tmpl[] = "/tmp/tpmguard-tpm-response.XXXXXX", *conf = NULL, *null_name_path, *hex;
@@ -158,6 +188,16 @@ static int tgr_setup(const char *context_dir, const char *module_path) {
                 char *token_path = tgr_path(context_dir, "token.json");
                 tgr.token_json = tgr_read_file(token_path);
                 free(token_path);
+        }
+        /* The recorded sessions, for the patch mode (lower-case scenarios). */
+        for (size_t i = 0; i < 4; i++) {
+                char *seed, *seed_path;
+                if (asprintf(&seed, "../corpus/tpm-response/%s", tgr_seed_names[i]) < 0)
+                        abort();
+                seed_path = tgr_path(context_dir, seed);
+                tgr.recorded_scripts[i].data = tgr_read_binary(seed_path, &tgr.recorded_scripts[i].size);
+                free(seed_path);
+                free(seed);
         }
         hex = tgr_read_file(null_name_path);
         free(null_name_path);
@@ -264,9 +304,62 @@ static int tgr_scenario(char scenario, const char *record_dir) {
         }
 }
 
+/* Patch mode: the recorded script of scenario with response k replaced by patch. */
+static uint8_t *tgr_patched(char scenario, unsigned k, const uint8_t *patch, size_t patch_size, size_t *ret_size) {
+        const uint8_t *rec = NULL;
+        size_t rec_size = 0, in = 1, out = 0;
+        uint8_t *buf;
+
+        for (size_t i = 0; i < 4; i++)
+                if (tgr_scenarios[i] == scenario) {
+                        rec = tgr.recorded_scripts[i].data;
+                        rec_size = tgr.recorded_scripts[i].size;
+                }
+        if (!rec || rec_size < 1 || patch_size > 0xffff)
+                return NULL;
+        buf = malloc(rec_size + patch_size + 2);
+        if (!buf)
+                abort();
+        for (unsigned i = 0; in + 2 <= rec_size; i++) {
+                size_t n = (size_t) rec[in] << 8 | rec[in + 1];
+                if (n > rec_size - in - 2)
+                        break;
+                if (i == k) {
+                        buf[out++] = (uint8_t) (patch_size >> 8);
+                        buf[out++] = (uint8_t) patch_size;
+                        memcpy(buf + out, patch, patch_size);
+                        out += patch_size;
+                } else {
+                        memcpy(buf + out, rec + in, 2 + n);
+                        out += 2 + n;
+                }
+                in += 2 + n;
+        }
+        *ret_size = out;
+        return buf;
+}
+
 static int tgr_run(const uint8_t *data, size_t size) {
+        char scenario;
+        uint8_t *script;
+        size_t script_size;
+        int r;
+
         if (size < 1)
                 return -TG_ERR_INVALID;
-        tgr.replay(data + 1, size - 1);
-        return tgr_scenario((char) data[0], NULL);
+        scenario = (char) data[0];
+        if (scenario < 'a') {
+                tgr.replay(data + 1, size - 1);
+                return tgr_scenario(scenario, NULL);
+        }
+        if (size < 2)
+                return -TG_ERR_INVALID;
+        scenario = (char) (scenario - 'a' + 'A');
+        script = tgr_patched(scenario, data[1], data + 2, size - 2, &script_size);
+        if (!script)
+                return -TG_ERR_INVALID;
+        tgr.replay(script, script_size);
+        r = tgr_scenario(scenario, NULL);
+        free(script);
+        return r;
 }
