@@ -95,8 +95,7 @@ setup() {
         "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" --mode mutate \
                 --mutate-spec "$WORK/spec.json" --findings "$WORK/findings.json" \
                 --pidfile "$WORK/proxy.pid" >"$WORK/proxy.log" 2>&1 &
-        local i
-        for i in $(seq 1 200); do
+        for _ in $(seq 1 200); do
                 [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
                 sleep 0.05
         done

@@ -9,7 +9,11 @@
 #include "tpm-response.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
-        fuzz_silence_logs();
+        /* TPMGUARD_TPM_RESPONSE_VERBOSE=1: tpmguard's messages on stderr, to see how far an input gets. */
+        if (!getenv("TPMGUARD_TPM_RESPONSE_VERBOSE"))
+                fuzz_silence_logs();
+        else
+                tg_log_set_journal(false);
         if (tgr_setup(TGR_CONTEXT_DIR, TGR_MODULE_PATH) < 0) {
                 fprintf(stderr, "fuzz-tpm-response: setup failed\n");
                 abort();

@@ -38,6 +38,10 @@ import tpmwire as tw
 KINDS = ("bitflip", "truncate", "append", "size", "huge", "rc", "tag")
 SIZE_VALUES = ("zero", "minus1", "plus1", "max")
 RCS = (0x101, 0x922, 0x921, 0x98E, 0x9A2, 0x18B, 0x084, 0x000, 0xFFFFFFFF)
+# Warnings after which ESAPI sends the same command again (tss2-esys resubmits on
+# RETRY, YIELDED and TESTING): the genuine response to the resubmission may then
+# make the operation succeed, and rightly so.
+RESUBMITTED_RCS = (0x922, 0x908, 0x90A)
 
 
 def _layout(raw, cc):
@@ -172,6 +176,9 @@ def mutate(raw, cc, rng, kind=None):
     else:
         region = [(0, 2), (6, 10), (hend, pend)]
         params_touched = any(bytes(b[x:y]) != raw[x:y] for x, y in region)
+    if kind == "rc" and desc.get("body_dropped") and int(desc["rc"], 16) in RESUBMITTED_RCS:
+        desc["resubmitted"] = True
+        params_touched = False
     desc["params_touched"] = params_touched
     return bytes(b), desc, close_after, params_touched
 

@@ -881,7 +881,8 @@ class Proxy:
         rng = mt.rng_for(spec.get("seed", 0), spec.get("at") or spec.get("command"))
         new, desc, close_after, touched = mt.mutate(out, cc, rng, spec.get("kind"))
         self.attack(attack="mutate", command=tw.cc_name(cc), response=self.mutate_responses, seq=seq,
-                    seed=spec.get("seed", 0), generation=self.mutate_generation, mutation=desc, close_after=close_after, original=out.hex())
+                    seed=spec.get("seed", 0), generation=self.mutate_generation, mutation=desc,
+                    close_after=close_after, original=out.hex())
         return new, close_after
 
     def count(self, cc):
@@ -1170,7 +1171,8 @@ def parse_args(argv):
                "without N), forwards the command but answers with the stored response. Reset sends swtpm "
                "CMD_INIT on the upstream control channel after the Nth matching command was answered, "
                "then TPM2_Startup(CLEAR), then every PCR_Extend forwarded so far, verbatim (extends made "
-               "in HMAC sessions cannot be replayed and show a failing rc in the findings).")
+               "in HMAC sessions cannot be replayed and show a failing rc in the findings). Mutate changes exactly "
+               "one response per run (mutate.py): the Nth (--mutate-at) or the one --mutate-spec names.")
     p.add_argument("--listen", required=True, help="socket for the client (SOCK; SOCK.ctrl is the control channel)")
     p.add_argument("--upstream", required=True, help="swtpm's TPM socket (DIR/tpm.sock; .ctrl is appended)")
     p.add_argument("--mode", required=True,
