@@ -48,37 +48,37 @@ int tg_tpm_response_framing_check(uint32_t cc, const uint8_t *response, size_t s
         size_t handles_end;
 
         if (size < TPM_HEADER_SIZE)
-                return log_warning_rc(-TG_ERR_INTERPOSER, "TPM response of %zu bytes is shorter than its header.", size);
+                return log_error_rc(-TG_ERR_INTERPOSER, "TPM response of %zu bytes is shorter than its header.", size);
         tag = (uint16_t) (response[0] << 8 | response[1]);
         size_field = be32(response + 2);
         rc = be32(response + 6);
         if (size_field != size)
-                return log_warning_rc(-TG_ERR_INTERPOSER,
+                return log_error_rc(-TG_ERR_INTERPOSER,
                                       "TPM response says it has %" PRIu32 " bytes, the transport delivered %zu.",
                                       size_field, size);
         if (tag != TPM2_ST_SESSIONS && tag != TPM2_ST_NO_SESSIONS)
-                return log_warning_rc(-TG_ERR_INTERPOSER, "TPM response has tag 0x%04x.", tag);
+                return log_error_rc(-TG_ERR_INTERPOSER, "TPM response has tag 0x%04x.", tag);
         if (rc != TPM2_RC_SUCCESS) {
                 /* Part 1 §18: an error response is the header alone. */
                 if (size != TPM_HEADER_SIZE || tag != TPM2_ST_NO_SESSIONS)
-                        return log_warning_rc(-TG_ERR_INTERPOSER,
+                        return log_error_rc(-TG_ERR_INTERPOSER,
                                               "TPM error response 0x%08" PRIx32 " carries %zu bytes after its header.",
                                               rc, size - TPM_HEADER_SIZE);
                 return 0;
         }
         handles_end = TPM_HEADER_SIZE + 4 * (size_t) tg_tpm_response_handle_count(cc);
         if (size < handles_end)
-                return log_warning_rc(-TG_ERR_INTERPOSER,
+                return log_error_rc(-TG_ERR_INTERPOSER,
                                       "TPM response to command 0x%" PRIx32 " ends inside its handle area.", cc);
         if (tag == TPM2_ST_NO_SESSIONS)
                 return 0;
         if (size - handles_end < 4)
-                return log_warning_rc(-TG_ERR_INTERPOSER,
+                return log_error_rc(-TG_ERR_INTERPOSER,
                                       "TPM response to command 0x%" PRIx32 " has no parameterSize field.", cc);
         param_size = be32(response + handles_end);
         /* The parameters must end inside the response, and leave room for at least one authorization. */
         if (param_size > size - handles_end - 4)
-                return log_warning_rc(-TG_ERR_INTERPOSER,
+                return log_error_rc(-TG_ERR_INTERPOSER,
                                       "TPM response to command 0x%" PRIx32 " announces %" PRIu32
                                       " parameter bytes, only %zu follow.", cc, param_size, size - handles_end - 4);
         return 0;
