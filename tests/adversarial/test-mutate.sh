@@ -12,7 +12,9 @@
 #   huge K         for every K in 1..T: response K with every parameter-level
 #                  size field at its maximum (parameterSize, the first
 #                  parameter's size or count) - the forged parameterSize of
-#                  issue 22, at every response that has one;
+#                  issue 22, at every response that has one; where the
+#                  response has both, a second run with the first
+#                  parameter's size alone at its maximum (huge-inner);
 #   seeded S       RUNS runs, seeds BASE..BASE+RUNS-1: the seed picks the
 #                  response (1..T) and the mutation;
 #   regression     every line of tests/adversarial/mutate-regressions for
@@ -187,6 +189,7 @@ run_one() {
                 echo "#   $desc"
         fi
         LAST_RESPONSES=$responses
+        LAST_DESC=$desc
 }
 
 main() {
@@ -213,6 +216,11 @@ main() {
                 done
                 for k in $(seq 1 "$total"); do
                         run_one "huge at $k/$total" "{\"seed\":0,\"at\":$k,\"kind\":\"huge\"}"
+                        # A forged parameterSize is refused first: the first parameter's
+                        # size gets its own run where the response has one.
+                        if [[ $LAST_DESC == *parameterSize* ]] && [[ $LAST_DESC == *param0.u16* ]]; then
+                                run_one "huge-inner at $k/$total" "{\"seed\":0,\"at\":$k,\"kind\":\"huge-inner\"}"
+                        fi
                 done
                 for seed in $(seq "$base" $((base + runs - 1))); do
                         # The seed picks the response (every one is reachable) and, in the proxy, the mutation.

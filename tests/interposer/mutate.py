@@ -15,6 +15,8 @@ hostile one, chosen deterministically by a seed:
   huge       every parameter-level size field of the response at its maximum
              at once (parameterSize, the first parameter's size), the
              deterministic runs: the forged parameterSize of issue 22
+  huge-inner the first parameter's size alone at its maximum, parameterSize
+             left intact (what huge's forged parameterSize would mask)
   rc         the response code replaced (body kept or dropped)
   tag        the tag replaced (sessions <-> no sessions, or random)
 
@@ -35,7 +37,7 @@ import struct
 
 import tpmwire as tw
 
-KINDS = ("bitflip", "truncate", "append", "size", "huge", "rc", "tag")
+KINDS = ("bitflip", "truncate", "append", "size", "huge", "huge-inner", "rc", "tag")
 SIZE_VALUES = ("zero", "minus1", "plus1", "max")
 RCS = (0x101, 0x922, 0x921, 0x98E, 0x9A2, 0x18B, 0x084, 0x000, 0xFFFFFFFF)
 # Warnings after which ESAPI sends the same command again (tss2-esys resubmits on
@@ -141,6 +143,13 @@ def mutate(raw, cc, rng, kind=None):
         changed = []
         for name, off, width in fields:
             if name in ("parameterSize", "param0.u16"):
+                old, new = _set_field(b, off, width, "max")
+                changed.append([name, old, new])
+        desc["fields"] = changed
+    elif kind == "huge-inner":
+        changed = []
+        for name, off, width in fields:
+            if name == "param0.u16":
                 old, new = _set_field(b, off, width, "max")
                 changed.append([name, old, new])
         desc["fields"] = changed
