@@ -348,14 +348,10 @@ static void check_kernel(doctor *d) {
 /* Manufacturer as four ASCII characters, and firmware version. */
 static void tpm_identity(ESYS_CONTEXT *esys, char *buf, size_t size) {
         TPMS_CAPABILITY_DATA *cap = NULL;
-        TPMI_YES_NO more;
         uint32_t manufacturer = 0, fw1 = 0;
-        TSS2_RC rc;
 
         snprintf(buf, size, "(identity unknown)");
-        rc = Esys_GetCapability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
-                                TPM2_PT_MANUFACTURER, 3, &more, &cap);
-        if (rc != TSS2_RC_SUCCESS)
+        if (tg_tpm_get_properties(esys, TPM2_PT_MANUFACTURER, 3, &cap) < 0)
                 return;
         for (UINT32 i = 0; i < cap->data.tpmProperties.count; i++) {
                 const TPMS_TAGGED_PROPERTY *p = &cap->data.tpmProperties.tpmProperty[i];

@@ -315,13 +315,11 @@ static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_han
 int tg_tpm_da_state(ESYS_CONTEXT *esys, tg_da_state *ret) {
         _cleanup_free_ TPMS_CAPABILITY_DATA *cap = NULL;
         tg_da_state st = {};
-        TPMI_YES_NO more;
-        TSS2_RC rc;
+        int r;
 
-        rc = Esys_GetCapability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
-                                TPM2_PT_PERMANENT, TPM2_PT_LOCKOUT_RECOVERY - TPM2_PT_PERMANENT + 1, &more, &cap);
-        if (rc != TSS2_RC_SUCCESS)
-                return tg_tpm_rc(rc, "GetCapability (DA state)");
+        r = tg_tpm_get_properties(esys, TPM2_PT_PERMANENT, TPM2_PT_LOCKOUT_RECOVERY - TPM2_PT_PERMANENT + 1, &cap);
+        if (r < 0)
+                return r;
         for (UINT32 i = 0; i < cap->data.tpmProperties.count; i++) {
                 const TPMS_TAGGED_PROPERTY *p = &cap->data.tpmProperties.tpmProperty[i];
                 switch (p->property) {

@@ -1110,13 +1110,27 @@ static int nv_indices_present(tg_tpm *tpm, bool present[static ELEMENTSOF(ek_tem
                                                 TPM2_CAP_HANDLES, next, TPM2_MAX_CAP_HANDLES, &more, &cap);
                 if (rc != TSS2_RC_SUCCESS)
                         return tg_tpm_rc(rc, "GetCapability(NV indices)");
+                if (cap->capability != TPM2_CAP_HANDLES)
+                        return log_error_rc(-TG_ERR_INTERPOSER,
+                                            "GetCapability(NV indices) answered with capability 0x%08x: "
+                                            "an interposer on the TPM bus is suspected.", cap->capability);
                 const TPML_HANDLE *h = &cap->data.handles;
                 if (h->count == 0)
                         break;
-                for (uint32_t i = 0; i < h->count; i++)
+                /*
+                 * The TPM lists handles in ascending order from `next` on. A list that does not
+                 * (a forged "more data" that repeats itself) would keep this loop asking forever:
+                 * every round must move `next` forward, so the loop ends.
+                 */
+                for (uint32_t i = 0; i < h->count; i++) {
+                        if (h->handle[i] < next || (i > 0 && h->handle[i] <= h->handle[i - 1]))
+                                return log_error_rc(-TG_ERR_INTERPOSER,
+                                                    "GetCapability(NV indices) listed handle 0x%08x out of order: "
+                                                    "an interposer on the TPM bus is suspected.", h->handle[i]);
                         for (size_t t = 0; t < ELEMENTSOF(ek_templates); t++)
                                 if (h->handle[i] == ek_templates[t].nv_index)
                                         present[t] = true;
+                }
                 if (h->handle[h->count - 1] >= 0x01C0001F)
                         break;
                 next = h->handle[h->count - 1] + 1;
@@ -1126,12 +1140,9 @@ static int nv_indices_present(tg_tpm *tpm, bool present[static ELEMENTSOF(ek_tem
 
 static uint16_t nv_buffer_max(tg_tpm *tpm) {
         _cleanup_esys_ TPMS_CAPABILITY_DATA *cap = NULL;
-        TPMI_YES_NO more;
-        TSS2_RC rc;
 
-        rc = Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
-                                TPM2_PT_NV_BUFFER_MAX, 1, &more, &cap);
-        if (rc == TSS2_RC_SUCCESS && cap->data.tpmProperties.count == 1 &&
+        if (tg_tpm_get_properties(tpm->esys, TPM2_PT_NV_BUFFER_MAX, 1, &cap) == 0 &&
+            cap->data.tpmProperties.count == 1 &&
             cap->data.tpmProperties.tpmProperty[0].property == TPM2_PT_NV_BUFFER_MAX) {
                 uint32_t v = cap->data.tpmProperties.tpmProperty[0].value;
                 if (v >= 64)

@@ -10,31 +10,35 @@
 #include "fault.h"
 #include "log.h"
 #include "secret.h"
-#include <tss2/tss2_sys.h>
+#include "tcti.h"
 
 #include "tpm.h"
 
 int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
-        _cleanup_free_ tg_tpm *t = NULL;
+        _cleanup_(tg_tpm_freep) tg_tpm *t = NULL;
         TSS2_RC rc;
+        int r;
 
         t = calloc(1, sizeof *t);
         if (!t)
                 return -TG_ERR_NOMEM;
 
-        rc = Tss2_TctiLdr_Initialize(tcti_conf, &t->tcti);
+        rc = Tss2_TctiLdr_Initialize(tcti_conf, &t->transport);
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
                                     "No TPM answers on \"%s\" (%s). Is the TPM present and its driver loaded? "
                                     "Check the tcti setting in tpmguard.conf.",
                                     tcti_conf ? tcti_conf : "(default)", Tss2_RC_Decode(rc));
-        tg_fault_tcti_hook(t->tcti); /* test builds only: counts TPM commands as fault points */
+        tg_fault_tcti_hook(t->transport); /* test builds only: counts TPM commands as fault points */
+
+        /* ESAPI talks to the transport only through our framing check and response wipe (tcti.h). */
+        r = tg_tcti_wrap(t->transport, &t->tcti);
+        if (r < 0)
+                return r;
 
         rc = Esys_Initialize(&t->esys, t->tcti, NULL);
-        if (rc != TSS2_RC_SUCCESS) {
-                Tss2_TctiLdr_Finalize(&t->tcti);
+        if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "Esys_Initialize");
-        }
 
         *ret = TAKE_PTR(t);
         return 0;
@@ -45,8 +49,9 @@ void tg_tpm_free(tg_tpm *t) {
                 return;
         if (t->esys)
                 Esys_Finalize(&t->esys);
-        if (t->tcti)
-                Tss2_TctiLdr_Finalize(&t->tcti);
+        tg_tcti_free(t->tcti);
+        if (t->transport)
+                Tss2_TctiLdr_Finalize(&t->transport);
         free(t);
 }
 
@@ -59,16 +64,17 @@ TSS2_RC tg_tpm_rc_base(TSS2_RC rc) {
 }
 
 void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys) {
-        TSS2_SYS_CONTEXT *sys = NULL;
-        const uint8_t *params = NULL;
-        size_t size = 0;
+        TSS2_TCTI_CONTEXT *tcti = NULL;
 
-        if (Esys_GetSysContext(esys, &sys) != TSS2_RC_SUCCESS || !sys)
+        /*
+         * Not Tss2_Sys_GetRpBuffer(): the size it reports is the response's own parameterSize
+         * field, which the bus chooses (issue 22: a huge one made this an out-of-bounds write of
+         * the attacker's length, crashing the unlock). Our TCTI layer wipes the buffer the
+         * response was received into, by the length the transport returned for it.
+         */
+        if (Esys_GetTcti(esys, &tcti) != TSS2_RC_SUCCESS)
                 return;
-        if (Tss2_Sys_GetRpBuffer(sys, &size, &params) != TSS2_RC_SUCCESS || !params)
-                return;
-        /* The buffer is ESAPI's own, writable memory; the API merely hands it out as const. */
-        explicit_bzero((void *) (uintptr_t) params, size);
+        tg_tcti_wipe_last_response(tcti);
 }
 
 int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {
@@ -78,16 +84,19 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {
         if (rc == TSS2_RC_SUCCESS)
                 return 0;
 
+        /* Before the transport check: a response that fails our framing check (tcti.h) is forged, not lost. */
+        if (rc == TSS2_ESYS_RC_RSP_AUTH_FAILED || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE ||
+            (layer == TSS2_TCTI_RC_LAYER && (rc & 0xFFFF) == TSS2_BASE_RC_MALFORMED_RESPONSE) ||
+            (layer == TSS2_SYS_RC_LAYER && (rc & 0xFFFF) == TSS2_BASE_RC_MALFORMED_RESPONSE))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "%s: the TPM's response failed its integrity check (%s). "
+                                    "An interposer on the TPM bus is suspected.", operation, decoded);
+
         if (layer == TSS2_TCTI_RC_LAYER ||
             (layer == TSS2_SYS_RC_LAYER && (rc & 0xFFFF) == TSS2_BASE_RC_IO_ERROR) ||
             (rc & ~TSS2_RC_LAYER_MASK) == TSS2_BASE_RC_NO_CONNECTION)
                 return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
                                     "%s: the TPM transport failed (%s). Is the TPM present?", operation, decoded);
-
-        if (rc == TSS2_ESYS_RC_RSP_AUTH_FAILED || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE)
-                return log_alert_rc(-TG_ERR_INTERPOSER,
-                                    "%s: the TPM's response failed its integrity check (%s). "
-                                    "An interposer on the TPM bus is suspected.", operation, decoded);
 
         if (base == TPM2_RC_LOCKOUT)
                 return log_error_rc(-TG_ERR_LOCKOUT,
@@ -102,6 +111,33 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {
 
         return log_error_rc(-TG_ERR_TPM, "%s failed: %s. 'tpmguard doctor' shows the TPM's state.", operation,
                             decoded);
+}
+
+int tg_tpm_get_properties(ESYS_CONTEXT *esys, TPM2_PT first, UINT32 count, TPMS_CAPABILITY_DATA **ret) {
+        TPMS_CAPABILITY_DATA *cap = NULL;
+        TPMI_YES_NO more;
+        TSS2_RC rc;
+
+        assert(count > 0 && count <= TPM2_MAX_TPM_PROPERTIES);
+        rc = Esys_GetCapability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES, first, count,
+                                &more, &cap);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "GetCapability(TPM properties)");
+        /*
+         * ESAPI unmarshals whichever capability the response names, and TPMU_CAPABILITIES is a
+         * union: a forged answer with another capability (TPML_HANDLE: up to 254 entries of 4
+         * bytes) read as tpmProperties (8 bytes each) would send the caller's loop past the
+         * end of the structure. Only the capability that was asked for, and no more entries.
+         */
+        if (cap->capability != TPM2_CAP_TPM_PROPERTIES || cap->data.tpmProperties.count > count) {
+                TPM2_CAP got = cap->capability;
+                Esys_Free(cap);
+                return log_error_rc(-TG_ERR_INTERPOSER,
+                                    "GetCapability(TPM properties) answered with capability 0x%08x and more entries "
+                                    "than asked: an interposer on the TPM bus is suspected.", got);
+        }
+        *ret = cap;
+        return 0;
 }
 
 void tg_handle_release(tg_handle *h) {

@@ -12,7 +12,8 @@
 /* A TPM reached through a TCTI configuration string ("device:/dev/tpmrm0", "swtpm:path=..."). */
 typedef struct tg_tpm {
         ESYS_CONTEXT *esys;
-        TSS2_TCTI_CONTEXT *tcti;
+        TSS2_TCTI_CONTEXT *tcti;      /* what ESAPI uses: our checking layer (tcti.h) over transport */
+        TSS2_TCTI_CONTEXT *transport; /* tss2-tctildr's context for the configured TCTI */
 } tg_tpm;
 
 int tg_tpm_open(const char *tcti_conf, tg_tpm **ret);
@@ -35,12 +36,19 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation);
                 _tg_tpm_rc_ == TSS2_RC_SUCCESS ? 0 : _tg_tpm_r_ < 0 ? _tg_tpm_r_ : -TG_ERR_TPM; \
         })
 /*
- * Wipes the response parameters of the last command in ESAPI's internal
- * response buffer. ESAPI decrypts an encrypted response parameter (Unseal's
- * outData) in place there and frees that buffer unwiped; call this right
- * after a command whose response carries a secret.
+ * Wipes the last response in ESAPI's internal response buffer. ESAPI
+ * decrypts an encrypted response parameter (Unseal's outData) in place there
+ * and frees that buffer unwiped; call this right after a command whose
+ * response carries a secret. The wipe covers the bytes the transport
+ * delivered into that buffer (tcti.h), whatever the response's size fields say.
  */
 void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys);
+/*
+ * GetCapability(TPM2_CAP_TPM_PROPERTIES, first, count), the answer checked to
+ * be that capability with at most count entries (a forged capability type
+ * would make the union's tpmProperties unsafe to index). Esys_Free() *ret.
+ */
+int tg_tpm_get_properties(ESYS_CONTEXT *esys, TPM2_PT first, UINT32 count, TPMS_CAPABILITY_DATA **ret);
 /* The TPM_RC format-one/zero code with session/parameter/handle bits removed. */
 TSS2_RC tg_tpm_rc_base(TSS2_RC rc);
 

@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
 from cryptography.hazmat.primitives.kdf.concatkdf import ConcatKDFHash  # noqa: E402
 from cryptography.hazmat.primitives.kdf.kbkdf import CounterLocation, KBKDFHMAC, Mode  # noqa: E402
 
+import mutate as mt  # noqa: E402
 import tpm_interposer as ti  # noqa: E402
 import tpmwire as tw  # noqa: E402
 
@@ -352,6 +353,49 @@ class ProxyLogicTest(unittest.TestCase):
         cmd = tw.Command(raw)
         p.preprocess(None, cmd, ti.CommandContext(cmd))
         self.assertEqual(p.findings.data["plaintexts"], [])
+
+
+class MutateTest(unittest.TestCase):
+    """mutate.py: one response made hostile, reproducibly from a seed (issue 22)."""
+
+    # An Unseal response: parameterSize 34, outData (32 bytes), one HMAC session.
+    PARAMS = tw.tpm2b(bytes(range(32)))
+    AUTH = tw.tpm2b(b"\x11" * 32) + bytes([1]) + tw.tpm2b(b"\x22" * 32)
+    BODY = tw.u32(len(PARAMS)) + PARAMS + AUTH
+    RAW = tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(BODY)) + tw.u32(0) + BODY
+
+    def test_huge_sets_parameter_size_and_first_size(self):
+        out, desc, close_after, touched = mt.mutate(self.RAW, 0x15E, mt.rng_for(0, 1), "huge")
+        self.assertEqual(out[10:14], b"\xff\xff\xff\xff")
+        self.assertEqual(out[14:16], b"\xff\xff")
+        self.assertEqual(len(out), len(self.RAW))
+        self.assertTrue(touched)
+        self.assertFalse(close_after)
+
+    def test_seeded_is_reproducible_and_changes_bytes(self):
+        kinds = set()
+        for seed in range(200):
+            a = mt.mutate(self.RAW, 0x15E, mt.rng_for(seed, 3))
+            b = mt.mutate(self.RAW, 0x15E, mt.rng_for(seed, 3))
+            self.assertEqual(a, b)
+            kinds.add(a[1]["kind"])
+            if a[1]["kind"] != "rc" or a[1].get("body_dropped") or a[1]["rc"] != "0x00000000":
+                self.assertNotEqual(a[0], self.RAW, a[1])
+        self.assertEqual(kinds, set(mt.KINDS))
+
+    def test_auth_area_is_not_a_parameter(self):
+        raw = bytearray(self.RAW)
+        out, desc, _, touched = mt.mutate(bytes(raw), 0x15E, mt.rng_for(1, 1), "size")
+        # whatever field was chosen, params_touched says whether tag, rc or the parameter area changed
+        region_changed = out[0:2] != self.RAW[0:2] or out[6:10] != self.RAW[6:10] or \
+            out[10:14 + len(self.PARAMS)] != self.RAW[10:14 + len(self.PARAMS)]
+        self.assertEqual(touched, region_changed, desc)
+
+    def test_short_header_size_closes(self):
+        for seed in range(100):
+            out, desc, close_after, _ = mt.mutate(self.RAW, 0x15E, mt.rng_for(seed, 2), "truncate")
+            declared = struct.unpack(">I", out[2:6])[0] if len(out) >= 6 else None
+            self.assertEqual(close_after, len(out) < 10 or declared > len(out), desc)
 
 
 # --- end to end -----------------------------------------------------------------------------
@@ -708,7 +752,7 @@ class EndToEndTest(unittest.TestCase):
 def main():
     argv = sys.argv[1:]
     loader = unittest.TestLoader()
-    unit = [MarshallingTest, KdfTest, SaltTest, ParamEncryptionTest, PinCrackTest, ProxyLogicTest]
+    unit = [MarshallingTest, KdfTest, SaltTest, ParamEncryptionTest, PinCrackTest, ProxyLogicTest, MutateTest]
     if "--e2e" in argv:
         missing = missing_tools()
         if missing:

@@ -45,7 +45,7 @@ Substitute mode (the active attack that tpmguard's verification must catch):
     (the command is forwarded unchanged, and the TPM rejects it), and
     ObjectChangeAuth/HierarchyChangeAuth response HMACs under the new value.
 
-Other modes: record, pin-crack, tamper, reset, drop, replay; see --help.
+Other modes: record, pin-crack, tamper, reset, drop, replay, mutate; see --help.
 Modes combine: --mode substitute,pin-crack.
 """
 
@@ -65,9 +65,10 @@ import time
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
+import mutate as mt
 import tpmwire as tw
 
-MODES = ("record", "substitute", "pin-crack", "tamper", "reset", "drop", "replay")
+MODES = ("record", "substitute", "pin-crack", "tamper", "reset", "drop", "replay", "mutate")
 SWTPM_CMD_INIT = 2
 SUBSTITUTE_HIERARCHIES = (tw.TPM_RH_NULL, tw.TPM_RH_OWNER, tw.TPM_RH_ENDORSEMENT)
 
@@ -336,6 +337,14 @@ class Proxy:
         self.seq = 0
         self.crack_threads = []
         self.crack_attempted = set()
+        self.mutate_spec = None    # {"seed", "at", "kind"}: the mutation of this generation
+        self.mutate_spec_raw = None
+        self.mutate_responses = 0  # responses seen in this generation
+        self.mutate_command_count = 0
+        self.mutate_generation = 0
+        if "mutate" in self.modes and not args.mutate_spec:
+            self.mutate_spec = {"seed": args.mutate_seed, "at": args.mutate_at, "kind": args.mutate_kind}
+            self.findings.data["mutate"] = {"spec": self.mutate_spec, "responses": 0}
 
     # -- logging/recording --
 
@@ -833,6 +842,49 @@ class Proxy:
 
     # -- one command --
 
+    def reload_mutate_spec(self):
+        """--mutate-spec: re-read at every client connection; a changed spec starts a new generation."""
+        if "mutate" not in self.modes or not self.args.mutate_spec:
+            return
+        try:
+            with open(self.args.mutate_spec) as f:
+                raw = f.read()
+        except OSError:
+            raw = ""
+        if raw == self.mutate_spec_raw:
+            return
+        self.mutate_spec_raw = raw
+        self.mutate_spec = json.loads(raw) if raw.strip() else None
+        self.mutate_responses = 0
+        self.mutate_command_count = 0
+        self.mutate_generation += 1
+        self.findings.data["mutate"] = {"spec": self.mutate_spec, "responses": 0,
+                                        "generation": self.mutate_generation}
+
+    def mutate_response(self, cc, seq, out):
+        """mutate mode: the response numbered spec.at (1-based, counted over this generation)."""
+        self.mutate_responses += 1
+        self.findings.data.setdefault("mutate", {})["responses"] = self.mutate_responses
+        spec = self.mutate_spec
+        if out is None or not spec:
+            return out, False
+        if spec.get("command"):
+            # {"command": "Unseal", "nth": 1}: the nth response to that command (regression specs
+            # stay valid when the operation's command sequence changes).
+            if tw.cc_name(cc) != spec["command"]:
+                return out, False
+            self.mutate_command_count += 1
+            if self.mutate_command_count != spec.get("nth", 1):
+                return out, False
+        elif spec.get("at") != self.mutate_responses:
+            return out, False
+        rng = mt.rng_for(spec.get("seed", 0), spec.get("at") or spec.get("command"))
+        new, desc, close_after, touched = mt.mutate(out, cc, rng, spec.get("kind"))
+        self.attack(attack="mutate", command=tw.cc_name(cc), response=self.mutate_responses, seq=seq,
+                    seed=spec.get("seed", 0), generation=self.mutate_generation, mutation=desc,
+                    close_after=close_after, original=out.hex())
+        return new, close_after
+
     def count(self, cc):
         self.cc_counts[cc] = self.cc_counts.get(cc, 0) + 1
         return self.cc_counts[cc]
@@ -891,6 +943,10 @@ class Proxy:
                     out = upstream_resp
             action = None
             out = self.active_modes(cc, n, seq, out)
+            if "mutate" in self.modes:
+                out, close_after = self.mutate_response(cc, seq, out)
+                if close_after:
+                    action = "close"
             if out is not None and "reset" in self.modes and self.args.reset_after \
                     and self.matches(self.args.reset_after, cc, n):
                 action = "reset"
@@ -977,6 +1033,8 @@ class Proxy:
 
     def serve_client(self, conn_id, client):
         self.findings.bump("connections")
+        with self.lock:
+            self.reload_mutate_spec()
         upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             upstream.settimeout(self.args.timeout)
@@ -994,6 +1052,9 @@ class Proxy:
                     self.log("closing client connection %d (drop)", conn_id)
                     break
                 client.sendall(out)
+                if action == "close":
+                    self.log("closing client connection %d (mutated response is cut short)", conn_id)
+                    break
                 if action == "reset":
                     self.do_reset(upstream)
         except (OSError, ConnectionError, TimeoutError, ProxyError) as e:
@@ -1110,7 +1171,8 @@ def parse_args(argv):
                "without N), forwards the command but answers with the stored response. Reset sends swtpm "
                "CMD_INIT on the upstream control channel after the Nth matching command was answered, "
                "then TPM2_Startup(CLEAR), then every PCR_Extend forwarded so far, verbatim (extends made "
-               "in HMAC sessions cannot be replayed and show a failing rc in the findings).")
+               "in HMAC sessions cannot be replayed and show a failing rc in the findings). Mutate changes exactly "
+               "one response per run (mutate.py): the Nth (--mutate-at) or the one --mutate-spec names.")
     p.add_argument("--listen", required=True, help="socket for the client (SOCK; SOCK.ctrl is the control channel)")
     p.add_argument("--upstream", required=True, help="swtpm's TPM socket (DIR/tpm.sock; .ctrl is appended)")
     p.add_argument("--mode", required=True,
@@ -1129,6 +1191,13 @@ def parse_args(argv):
     p.add_argument("--drop-action", choices=("retry", "close"), default="retry")
     p.add_argument("--replay", action="append", default=[], type=lambda s: parse_cc_count(s, "--replay"),
                    metavar="CC[:N]")
+    p.add_argument("--mutate-seed", type=int, default=0, help="mutate: the seed that picks the mutation")
+    p.add_argument("--mutate-at", type=int, metavar="N",
+                   help="mutate: the Nth response of the run (1-based, over all connections) is mutated")
+    p.add_argument("--mutate-kind", choices=mt.KINDS, help="mutate: the kind of mutation (default: by seed)")
+    p.add_argument("--mutate-spec", metavar="FILE",
+                   help="mutate: JSON {seed, at, kind} re-read at every client connection; when it "
+                        "changes, response counting starts again (one proxy serves many runs)")
     p.add_argument("--wordlist", help="extra PIN candidates, one per line (after 0000-9999)")
     p.add_argument("--pin-salt", type=bytes.fromhex, metavar="HEX",
                    help="PIN salt: adds the PBKDF2-HMAC-SHA256(pin, salt, 10000) transforms (systemd >= 253)")
@@ -1146,6 +1215,8 @@ def parse_args(argv):
         p.error("reset mode needs --reset-after CC:N")
     if "drop" in args.mode and not args.drop:
         p.error("drop mode needs --drop CC[:N]")
+    if "mutate" in args.mode and args.mutate_at is None and not args.mutate_spec:
+        p.error("mutate mode needs --mutate-at N or --mutate-spec FILE")
     if "replay" in args.mode and not args.replay:
         p.error("replay mode needs --replay CC[:N]")
     if not os.path.exists(args.upstream):

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -21,6 +22,7 @@
 
 #include "ek-store.h"
 #include "ek.h"
+#include "tcti.h"
 #include "error.h"
 #include "log.h"
 #include "tpm.h"
@@ -1022,6 +1024,66 @@ static int group_teardown(void **state) {
         return system(cmd) == 0 ? 0 : -1;
 }
 
+
+/*
+ * Issue 22 audit: a TPM that answers every GetCapability(NV handles) with
+ * "more data" and the same handle kept tpmguard asking forever (a hang at
+ * provisioning). A transport that gives exactly that answer must get a
+ * refusal, and quickly (alarm: a hang fails the test instead of meson's timeout).
+ */
+typedef struct repeat_tcti {
+        TSS2_TCTI_CONTEXT_COMMON_V2 common;
+        unsigned answered;
+} repeat_tcti;
+
+static const uint8_t repeated_capability[] = {
+        0x80, 0x01, 0, 0, 0, 27, 0, 0, 0, 0, /* NO_SESSIONS, 27 bytes, success */
+        0x01,                                /* moreData = YES */
+        0, 0, 0, 0x01,                       /* TPM2_CAP_HANDLES */
+        0, 0, 0, 0x03,                       /* three handles, none of them advancing past the first asked */
+        0x01, 0xc0, 0x00, 0x00,
+        0x01, 0xc0, 0x00, 0x00,
+        0x01, 0xc0, 0x00, 0x00,
+};
+
+static TSS2_RC repeat_transmit(TSS2_TCTI_CONTEXT *tcti, size_t size, const uint8_t *command) {
+        return TSS2_RC_SUCCESS;
+}
+
+static TSS2_RC repeat_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *response, int32_t timeout) {
+        repeat_tcti *t = (repeat_tcti *) tcti;
+
+        if (response) {
+                if (*size < sizeof repeated_capability)
+                        return TSS2_TCTI_RC_INSUFFICIENT_BUFFER;
+                memcpy(response, repeated_capability, sizeof repeated_capability);
+                t->answered++;
+        }
+        *size = sizeof repeated_capability;
+        return TSS2_RC_SUCCESS;
+}
+
+static void test_nv_listing_must_advance(void **state) {
+        chains *c = *state;
+        repeat_tcti transport = {
+                .common.v1 = { .magic = 1, .version = 1, .transmit = repeat_transmit, .receive = repeat_receive },
+        };
+        tg_tpm tpm = { .transport = (TSS2_TCTI_CONTEXT *) &transport };
+        TPM2B_NAME name = { .size = 34 };
+        tg_ek_result result = {};
+
+        assert_int_equal(tg_tcti_wrap(tpm.transport, &tpm.tcti), 0);
+        assert_int_equal(Esys_Initialize(&tpm.esys, tpm.tcti, NULL), TSS2_RC_SUCCESS);
+        alarm(60);
+        assert_int_equal(tg_ek_attest_key(&tpm, &(tg_ek_options) { .ca_store = c->bundle }, ESYS_TR_NONE, &name,
+                                          &result),
+                         -TG_ERR_INTERPOSER);
+        alarm(0);
+        assert_true(transport.answered <= 2);
+        Esys_Finalize(&tpm.esys);
+        tg_tcti_free(tpm.tcti);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_chain_valid, chains_setup, chains_teardown),
@@ -1043,6 +1105,7 @@ int main(void) {
                 cmocka_unit_test(test_make_credential_ecc_p256),
                 cmocka_unit_test(test_make_credential_ecc_p384),
                 cmocka_unit_test(test_make_credential_rejects),
+                cmocka_unit_test_setup_teardown(test_nv_listing_must_advance, chains_setup, chains_teardown),
         };
         return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

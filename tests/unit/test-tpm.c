@@ -7,6 +7,7 @@
 #include <openssl/evp.h>
 
 #include "error.h"
+#include "tcti.h"
 #include "tpm.h"
 #include "util.h"
 #include "log.h"
@@ -137,6 +138,111 @@ static void test_hex(void **state) {
         assert_int_equal(tg_hex_decode("0 ", 2, &b, &n), -TG_ERR_INVALID);
 }
 
+
+/* Issue 22: the framing of a response is checked against the bytes the transport delivered. */
+static void test_response_framing(void **state) {
+        /* Unseal (no response handles), ST_SESSIONS: parameterSize 4 ‖ 4 parameter bytes ‖ a password auth (5 bytes). */
+        uint8_t ok[] = { 0x80, 0x02, 0, 0, 0, 27, 0, 0, 0, 0, 0, 0, 0, 4, 0, 2, 0xaa, 0xbb, 0, 0, 1, 0, 0,
+                         0xde, 0xad, 0xbe, 0xef };
+        uint8_t r[sizeof ok];
+
+        ok[5] = sizeof ok;
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, ok, sizeof ok), 0);
+        /* The transport delivered fewer or more bytes than the header says. */
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, ok, sizeof ok - 1), -TG_ERR_INTERPOSER);
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, ok, 9), -TG_ERR_INTERPOSER);
+        /* parameterSize: the largest that fits, one more, and huge (the crash of issue 22). */
+        memcpy(r, ok, sizeof r);
+        r[13] = sizeof ok - 14;
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, r, sizeof r), 0);
+        r[13]++;
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, r, sizeof r), -TG_ERR_INTERPOSER);
+        r[10] = r[11] = r[12] = r[13] = 0xff;
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, r, sizeof r), -TG_ERR_INTERPOSER);
+        /* The same bytes as a response to Load: its handle takes 4 of them, the parameters no longer fit. */
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Load, ok, sizeof ok), -TG_ERR_INTERPOSER);
+        /* A bad tag; an error code with a body; an error code alone. */
+        memcpy(r, ok, sizeof r);
+        r[1] = 0x03;
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, r, sizeof r), -TG_ERR_INTERPOSER);
+        memcpy(r, ok, sizeof r);
+        r[9] = 0x01;
+        assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, r, sizeof r), -TG_ERR_INTERPOSER);
+        {
+                const uint8_t err[] = { 0x80, 0x01, 0, 0, 0, 10, 0, 0, 0x09, 0x22 };
+                assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_Unseal, err, sizeof err), 0);
+        }
+        /* No sessions, and a handle area cut short. */
+        {
+                const uint8_t cut[] = { 0x80, 0x01, 0, 0, 0, 12, 0, 0, 0, 0, 0x80, 0x00 };
+                assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_CreatePrimary, cut, sizeof cut),
+                                 -TG_ERR_INTERPOSER);
+                assert_int_equal(tg_tpm_response_framing_check(TPM2_CC_GetRandom, cut, sizeof cut), 0);
+        }
+}
+
+/* A transport that answers with fixed bytes, for the wrapper. */
+typedef struct fixed_tcti {
+        TSS2_TCTI_CONTEXT_COMMON_V2 common;
+        const uint8_t *response;
+        size_t size;
+} fixed_tcti;
+
+static TSS2_RC fixed_transmit(TSS2_TCTI_CONTEXT *tcti, size_t size, const uint8_t *command) {
+        return TSS2_RC_SUCCESS;
+}
+
+static TSS2_RC fixed_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *response, int32_t timeout) {
+        fixed_tcti *f = (fixed_tcti *) tcti;
+
+        if (response) {
+                if (*size < f->size)
+                        return TSS2_TCTI_RC_INSUFFICIENT_BUFFER;
+                memcpy(response, f->response, f->size);
+        }
+        *size = f->size;
+        return TSS2_RC_SUCCESS;
+}
+
+/* The wrapper refuses a forged parameterSize and wipes exactly the bytes received, never more. */
+static void test_tcti_wrapper(void **state) {
+        uint8_t forged[] = { 0x80, 0x02, 0, 0, 0, 20, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 2, 0x5e, 0xc2, 0, 0 };
+        const uint8_t command[] = { 0x80, 0x02, 0, 0, 0, 10, 0, 0, 0x01, 0x5e };
+        fixed_tcti inner = {
+                .common.v1 = { .magic = 1, .version = 1, .transmit = fixed_transmit, .receive = fixed_receive },
+                .response = forged, .size = sizeof forged,
+        };
+        TSS2_TCTI_CONTEXT *t = NULL;
+        /* Exactly as large as the response plus a guard: a wipe past it would show. */
+        uint8_t buf[sizeof forged + 8];
+        size_t size = sizeof forged;
+
+        memset(buf, 0x77, sizeof buf);
+        assert_int_equal(tg_tcti_wrap((TSS2_TCTI_CONTEXT *) &inner, &t), 0);
+        assert_int_equal(Tss2_Tcti_Transmit(t, sizeof command, command), TSS2_RC_SUCCESS);
+        assert_int_equal(Tss2_Tcti_Receive(t, &size, buf, -1), TSS2_TCTI_RC_MALFORMED_RESPONSE);
+        for (size_t i = 0; i < sizeof forged; i++)
+                assert_int_equal(buf[i], 0); /* what arrived is wiped at once */
+        for (size_t i = sizeof forged; i < sizeof buf; i++)
+                assert_int_equal(buf[i], 0x77);
+
+        /* A well-formed response is delivered; the wipe covers it and nothing after it. */
+        forged[10] = forged[11] = forged[12] = 0;
+        forged[13] = 4;
+        memset(buf, 0x77, sizeof buf);
+        size = sizeof buf;
+        assert_int_equal(Tss2_Tcti_Transmit(t, sizeof command, command), TSS2_RC_SUCCESS);
+        assert_int_equal(Tss2_Tcti_Receive(t, &size, buf, -1), TSS2_RC_SUCCESS);
+        assert_int_equal(size, sizeof forged);
+        assert_memory_equal(buf, forged, sizeof forged);
+        tg_tcti_wipe_last_response(t);
+        for (size_t i = 0; i < sizeof forged; i++)
+                assert_int_equal(buf[i], 0);
+        for (size_t i = sizeof forged; i < sizeof buf; i++)
+                assert_int_equal(buf[i], 0x77);
+        tg_tcti_free(t);
+}
+
 int main(void) {
         tg_log_set_journal(false); /* test alerts never reach the host's journal */
         const struct CMUnitTest tests[] = {
@@ -147,6 +253,8 @@ int main(void) {
                 cmocka_unit_test(test_public_roundtrip_exact),
                 cmocka_unit_test(test_public_to_evp_ecc),
                 cmocka_unit_test(test_hex),
+                cmocka_unit_test(test_response_framing),
+                cmocka_unit_test(test_tcti_wrapper),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

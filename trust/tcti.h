@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <tss2/tss2_tcti.h>
+
+#include "error.h"
+
+/*
+ * tpmguard's own TCTI layer: every byte between ESAPI and the transport that
+ * tss2-tctildr opened (device, swtpm, ...) passes through it. Every byte from
+ * the bus is hostile (issue 22): this layer
+ *
+ *  - checks the framing of every response before ESAPI and tss2-sys see it
+ *    (its size field equals the number of bytes the transport delivered, its
+ *    tag, a response code with no parameters, and that the parameter area
+ *    the parameterSize field announces lies inside the response), because
+ *    tss2-sys 3.2 takes parameterSize as given and both tss2-sys
+ *    (Tss2_Sys_GetRpBuffer) and ESAPI (in-place parameter decryption) then
+ *    use it as the length of the parameter area; a framing error is
+ *    TSS2_TCTI_RC_MALFORMED_RESPONSE, which tg_tpm_rc() reports as a
+ *    suspected interposer;
+ *  - remembers where the last response went and how many bytes the transport
+ *    wrote there, so that tg_tcti_wipe_last_response() wipes exactly that
+ *    buffer, bounded by a length that no field of the response can change.
+ *
+ * The wrapper does not own inner: free the wrapper (tg_tcti_free) before
+ * finalizing inner, and both after the ESAPI context that uses the wrapper.
+ */
+int tg_tcti_wrap(TSS2_TCTI_CONTEXT *inner, TSS2_TCTI_CONTEXT **ret);
+void tg_tcti_free(TSS2_TCTI_CONTEXT *tcti);
+/* Wipes the whole last response buffer of tcti (no-op for a TCTI that is not a tg_tcti_wrap one). */
+void tg_tcti_wipe_last_response(TSS2_TCTI_CONTEXT *tcti);
+/*
+ * The framing check on its own: response is what the transport delivered
+ * (size bytes) in answer to command code cc. Returns 0 or -TG_ERR_INTERPOSER.
+ */
+int tg_tpm_response_framing_check(uint32_t cc, const uint8_t *response, size_t size);
+/* How many handles a successful response to cc carries in its handle area (TPM 2.0 Part 3). */
+unsigned tg_tpm_response_handle_count(uint32_t cc);
