@@ -302,7 +302,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         _cleanup_free_ TPMT_SIGNATURE *signature = NULL;
         const char *null_name_path = options && options->null_name_path ? options->null_name_path : config->null_name_path;
         tg_pinned_key pinned;
-        TPM2B_NAME kernel_null_name = {}, signer_name, signer_qn;
+        TPM2B_NAME kernel_null_name = {}, signer_name, signer_qn, null_qn;
         TPM2B_DATA nonce = { .size = TG_NONCE_SIZE };
         /* cppcheck-suppress legacyUninitvar ; the member .scheme is not the variable */
         TPMT_SIG_SCHEME scheme = { .scheme = TPM2_ALG_NULL };
@@ -363,12 +363,21 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                         return r;
         }
 
-        /* 3. The NULL primary, by the kernel's template; its name must be the kernel's. */
+        /*
+         * 3. The NULL primary, by the kernel's template; its name must be the kernel's. Its public
+         * area must be exactly that template (only the point is the TPM's to choose): an
+         * interposer's own key, which it could load into the TPM with its private part and have
+         * certified, is not fixedTPM. See attest.c for why this and the qualifiedName check in
+         * tg_certify_verify() are both needed.
+         */
         {
-                TPM2B_PUBLIC tmpl;
+                TPM2B_PUBLIC tmpl, null_public;
                 tg_template_srk_ecc(&tmpl);
                 r = create_primary(v->tpm, ESYS_TR_RH_NULL, &tmpl, "CreatePrimary (NULL hierarchy)",
-                                   &v->null_key, NULL, &v->null_name);
+                                   &v->null_key, &null_public, &v->null_name);
+                if (r < 0)
+                        return r;
+                r = tg_null_key_public_check(&null_public.publicArea);
                 if (r < 0)
                         return r;
         }
@@ -409,8 +418,11 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         r = tg_primary_qualified_name(TPM2_RH_ENDORSEMENT, &pinned.name, &signer_qn);
         if (r < 0)
                 return r;
+        r = tg_null_key_qualified_name(&v->null_name, &null_qn);
+        if (r < 0)
+                return r;
         r = tg_certify_verify(certify_info, signature, &pinned.public.publicArea, &signer_qn,
-                              nonce.buffer, nonce.size, &v->null_name, &info);
+                              nonce.buffer, nonce.size, &v->null_name, &null_qn, &info);
         if (r < 0)
                 return r;
         report->clock = info.clock;
