@@ -81,6 +81,17 @@ op reseal                 enrolled cold certify create unseal
 # the fresh NULL key is still certified at every use.
 op verify-no-null-name        enrolled cold certify
 op unlock-plugin-no-null-name enrolled cold certify unseal
+# The same policy for every other operation that verifies, against the
+# modes that attack what the kernel's name would otherwise catch (the
+# redirect modes, issue 13) and record ("narrow": not the other "all" modes).
+op enroll-no-null-name                 enrolled cold narrow
+op seal-import-no-null-name            enrolled cold narrow
+op unlock-cryptsetup-no-null-name      enrolled cold narrow
+op unlock-plugin-warm-no-null-name     enrolled warm narrow
+op unlock-cryptsetup-warm-no-null-name enrolled warm narrow
+op change-pin-no-null-name             enrolled cold narrow
+op rotate-no-null-name                 enrolled cold narrow
+op reseal-no-null-name                 enrolled cold narrow
 
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
@@ -190,6 +201,17 @@ run_unlock-plugin-no-null-name() {
         without_null_name
         run_unlock-plugin-cold
 }
+run_enroll-no-null-name() { without_null_name; run_enroll; }
+run_seal-import-no-null-name() { without_null_name; run_seal-import; }
+run_unlock-cryptsetup-no-null-name() { without_null_name; run_unlock-cryptsetup-cold; }
+run_unlock-plugin-warm-no-null-name() { without_null_name; run_unlock-plugin-warm; }
+run_unlock-cryptsetup-warm-no-null-name() { without_null_name; run_unlock-cryptsetup-warm; }
+before_change-pin-no-null-name() { fetch_enrolled_secret; }
+run_change-pin-no-null-name() { without_null_name; run_change-pin; }
+before_rotate-no-null-name() { fetch_enrolled_secret; }
+run_rotate-no-null-name() { without_null_name; run_rotate; }
+before_reseal-no-null-name() { fetch_enrolled_secret; }
+run_reseal-no-null-name() { without_null_name; run_reseal; }
 run_unlock-cryptsetup-warm() {
         test -s "$WORK/run/null-key.json" || { echo "# warm case without a cache" >&2; return 1; }
         unlock_cryptsetup
@@ -197,7 +219,8 @@ run_unlock-cryptsetup-warm() {
 
 # --- modes ------------------------------------------------------------------
 # mode NAME TAG PROXY-ARGS... : runs against every operation with TAG ("all":
-# every operation), with the interposer's arguments. "record" is passive;
+# every operation not tagged "narrow"; TAG may list alternatives, a|b), with
+# the interposer's arguments. "record" is passive;
 # every other mode is an attack. A mode named replay-* runs the operation
 # once through the proxy first (so that it has responses to replay);
 # boot-reset runs tpm2_getrandom through the proxy first, so the reset (and
@@ -205,11 +228,18 @@ run_unlock-cryptsetup-warm() {
 # attacker's would after boot.
 MODES=()
 mode() { MODES+=("$*"); }
-mode record                 all          --mode record
+mode record                 'all|narrow' --mode record
 mode substitute             all          --mode substitute
 mode substitute-pin-crack   all          --mode substitute,pin-crack
 mode tamper-createprimary   all          --mode tamper --tamper CreatePrimary:40:0x01
 mode boot-reset             all          --mode reset --reset-after GetRandom:1
+# Issue 13: the interposer puts a key of its own into the TPM in place of the
+# NULL primary and hands out its handle, so that the password-authorized
+# Certify certifies it: a loadable key it holds the private part of (stopped
+# by the template check), or a fixedTPM owner primary of the exact template
+# (stopped by the qualified-name check).
+mode substitute-loaded-key  'certify|narrow' --mode loaded-key
+mode substitute-owner-key   'certify|narrow' --mode owner-key
 mode tamper-certify-attest  certify      --mode tamper --tamper Certify:70:0x01
 mode tamper-certify-sig     certify      --mode tamper --tamper Certify:@SIG@:0x01
 mode reset-after-certify    certify      --mode reset --reset-after Certify:1
@@ -543,6 +573,20 @@ expect_exit() {
         [ "$rc" = "$want" ]
 }
 
+# mode_applies MODE-TAG "OP-TAGS": whether a mode runs against an operation.
+mode_applies() {
+        local alt alts
+        IFS='|' read -r -a alts <<<"$1"
+        for alt in "${alts[@]}"; do
+                if [ "$alt" = all ]; then
+                        [[ " $2 " == *" narrow "* ]] || return 0
+                elif [[ " $2 " == *" $alt "* ]]; then
+                        return 0
+                fi
+        done
+        return 1
+}
+
 main() {
         local k=${shard%/*} n=${shard#*/} i=0 name opline modeline o m tag tags
         local -a names=() ops=() modes=()
@@ -550,7 +594,7 @@ main() {
                 for modeline in "${MODES[@]}"; do
                         read -r o _ _ tags <<<"$opline"
                         read -r m tag _ <<<"$modeline"
-                        [ "$tag" = all ] || [[ " $tags " == *" $tag "* ]] || continue
+                        mode_applies "$tag" "$tags" || continue
                         name="$o/$m"
                         i=$((i + 1))
                         [ $(((i - 1) % n)) = $((k - 1)) ] || continue
