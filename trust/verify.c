@@ -217,6 +217,15 @@ static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const 
                            &v->srk.tr);
         if (r < 0)
                 return r;
+        if (!kernel_null_name) {
+                /* The cached key must be the one this boot's anchor names; if not, verify in full. */
+                int a = tg_anchor_names(config->cache_dir, &v->null_name);
+                if (a == -TG_ERR_INVALID) {
+                        r = a;
+                        goto fail;
+                }
+                report->anchor = a >= 0 ? TG_ANCHOR_BOOT : TG_ANCHOR_NONE;
+        }
         r = start_salted_session(v, TPM2_SE_HMAC, &v->hmac_session.tr);
         if (r < 0)
                 goto fail;
@@ -322,15 +331,18 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                 if (config->kernel_null_name == TG_NULL_NAME_REQUIRED)
                         return log_error_rc(-TG_ERR_NO_NULL_NAME,
                                             "The kernel exports no TPM null_name (needs Linux >= 6.10 with CONFIG_TCG_TPM2_HMAC=y), "
-                                            "and %s requires it. Boot such a kernel, or set kernel_null_name = if-available "
-                                            "to accept that a TPM reset during boot cannot be detected.", config->path);
-                log_warning("The kernel exports no TPM null_name: this transaction is protected, but a TPM reset "
-                            "during boot cannot be detected (kernel_null_name = if-available).");
+                                            "and %s requires it. Boot such a kernel, or set kernel_null_name = prefer "
+                                            "to detect TPM resets from the first verification of each boot on.", config->path);
+                log_notice("The kernel exports no TPM null_name: TPM resets are detected from this boot's first "
+                           "verification on (boot anchor in %s), not before it (kernel_null_name = %s).",
+                           config->cache_dir, tg_null_name_policy_to_string(config->kernel_null_name));
         } else if (r < 0)
                 return log_error_rc(-TG_ERR_INVALID,
                                     "The kernel's null_name cannot be used. Refusing to use the TPM.");
-        else
+        else {
                 report->kernel_null_name_present = true;
+                report->anchor = TG_ANCHOR_KERNEL;
+        }
 
         /* 2. The TPM. */
         v = calloc(1, sizeof *v);
@@ -429,6 +441,23 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         report->reset_count = info.reset_count;
         report->restart_count = info.restart_count;
         report->safe = info.safe;
+
+        /*
+         * 5b. Without the kernel's record, this boot's anchor: the first full verification of the
+         * boot records the certified key and counters, every later one must find them unchanged.
+         */
+        if (!report->kernel_null_name_present) {
+                tg_anchor_state state;
+
+                r = tg_anchor_check(config->cache_dir, &v->null_name, info.reset_count, info.restart_count, &state);
+                if (r == -TG_ERR_INTERPOSER)
+                        return r;
+                if (r >= 0) {
+                        /* A damaged anchor anchored nothing this time: say so in the report too. */
+                        report->anchor = state == TG_ANCHOR_REPLACED_DAMAGED ? TG_ANCHOR_NONE : TG_ANCHOR_BOOT;
+                        report->anchor_recorded = state != TG_ANCHOR_MATCHED;
+                }
+        }
 
         if (options && options->use_cache) {
                 /*
