@@ -233,6 +233,9 @@ mode substitute             all          --mode substitute
 mode substitute-pin-crack   all          --mode substitute,pin-crack
 mode tamper-createprimary   all          --mode tamper --tamper CreatePrimary:40:0x01
 mode boot-reset             all          --mode reset --reset-after GetRandom:1
+# Without the kernel's null_name, the boot anchor: a verification (directly,
+# as the initrd's) anchors the boot first, then the reset and PCR replay.
+mode anchored-reset         'certify|narrow' --mode reset --reset-after GetRandom:1
 # Issue 13: the interposer puts a key of its own into the TPM in place of the
 # NULL primary and hands out its handle, so that the password-authorized
 # Certify certifies it: a loadable key it holds the private part of (stopped
@@ -289,10 +292,11 @@ expect_of() {
         # answered changes nothing verify reported (its FlushContexts then
         # fail, harmlessly). The next operation sees the reset (boot-reset).
         verify/reset-after-certify|verify-no-null-name/reset-after-certify) echo ok; return ;;
-        # Without the kernel's null_name a reset after boot cannot be told
-        # from a boot (design §2; kernel_null_name = if-available is the
-        # administrator's choice, reported on every run): the operation works
-        # on the reset TPM, over a freshly certified NULL key, leaking nothing.
+        # Without the kernel's null_name a reset before the boot anchor was
+        # recorded cannot be told from a boot (design §2.7; said on every run
+        # and in docs/security.md): the operation works on the reset TPM, over
+        # a freshly certified NULL key, leaking nothing, and anchors the boot.
+        # After the anchor (anchored-reset) it is refused.
         *-no-null-name/boot-reset) echo ok; return ;;
         esac
         case $m in
@@ -498,13 +502,18 @@ run_case() {
         *--tamper*|*--drop*|*--replay*|*--reset-after*)
                 attacked=$(grep -oE -- '--(tamper|drop|replay|reset-after) [A-Za-z_]+' <<<"$args" | head -1 | cut -d' ' -f2) ;;
         esac
-        [ "$m" = boot-reset ] && attacked=""
+        case $m in boot-reset|anchored-reset) attacked="" ;; esac
         case_setup "$state"
         if [ "$cache" = warm ]; then
                 "$TPMGUARD" verify --record >/dev/null 2>&1 || { echo "# warming the cache failed" >&2; return 1; }
         fi
         if declare -F "before_$o" >/dev/null; then
                 "before_$o" || { echo "# before_$o failed" >&2; return 1; }
+        fi
+        if [ "$m" = anchored-reset ] && [[ $o == *-no-null-name ]]; then
+                without_null_name
+                "$TPMGUARD" verify >/dev/null 2>&1 || { echo "# anchoring the boot failed" >&2; return 1; }
+                test -s "$WORK/run/boot-anchor.json" || { echo "# no boot anchor recorded" >&2; return 1; }
         fi
         # shellcheck disable=SC2086
         proxy_start $args || return 1
@@ -517,7 +526,8 @@ run_case() {
                 TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext --transient-object >/dev/null 2>&1 || true
                 TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext --loaded-session >/dev/null 2>&1 || true
                 ;;
-        boot-reset) TPM2TOOLS_TCTI="swtpm:path=$WORK/evil.sock" tpm2_getrandom 8 >/dev/null 2>&1 || true ;;
+        boot-reset|anchored-reset)
+                TPM2TOOLS_TCTI="swtpm:path=$WORK/evil.sock" tpm2_getrandom 8 >/dev/null 2>&1 || true ;;
         esac
         after_proxy=""
         local rc=0
