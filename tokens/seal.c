@@ -145,10 +145,6 @@ int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
         return 0;
 }
 
-static int names_equal(const TPM2B_NAME *a, const TPM2B_NAME *b) {
-        return a->size == b->size && memcmp(a->name, b->name, a->size) == 0;
-}
-
 static int owner_auth_error(TSS2_RC rc, const char *what) {
         TSS2_RC base = tg_tpm_rc_base(rc);
 
@@ -217,7 +213,7 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
                         /* ESAPI authorizes Create with the name the TPM returned, the token records
                          * the name of the public area: they must be one name, or an altered public
                          * area would make a token that can never unseal. */
-                        if (!names_equal(ret_name, name))
+                        if (!tg_name_equal(ret_name, name))
                                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                                     "ReadPublic of the SRK at 0x81000001 returned a public area that "
                                                     "does not hash to the name returned with it: altered on the TPM "
@@ -270,7 +266,7 @@ static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_han
              Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
                                    &persistent.tr) == TSS2_RC_SUCCESS) &&
             Esys_TR_GetName(esys, persistent.tr, &name) == TSS2_RC_SUCCESS &&
-            names_equal(name, expected)) {
+            tg_name_equal(name, expected)) {
                 *ret = persistent;
                 persistent.tr = ESYS_TR_NONE;
                 return 0;
@@ -279,7 +275,7 @@ static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_han
         r = srk_create(v, &transient, &created);
         if (r < 0)
                 return r;
-        if (!names_equal(&created, expected))
+        if (!tg_name_equal(&created, expected))
                 return log_error_rc(-TG_ERR_TOKEN,
                                     "The TPM's storage key is not the one this token was sealed under "
                                     "(TPM cleared, or token field \"parent_name\" edited). "

@@ -344,4 +344,43 @@ cleanup_keeps_foreign_keyslot() {
         pin_opens "$WORK/pin"
 }
 
+# Issue 14 §2: an evil maid edits only the token ("pin": false, "pcrs":
+# [23]). The unlock then fails with a reseal hint; following it must not
+# re-enrol the volume under the attacker's policy: reseal takes the policy
+# from the command line or tpmguard.conf, never from the header. rotate and
+# change-pin refuse to carry the weaker policy over, status and doctor say so.
+test_case header_edit_never_weakens_a_token
+header_edit_never_weakens_a_token() {
+        setup_enrolled
+        sed -i 's/^allow_no_pin = .*/allow_no_pin = no/' "$WORK/tpmguard.conf"
+        cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/token.json"
+        python3 - "$WORK/token.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pin"] = False
+t.pop("pin_kdf", None)
+t["pcrs"] = [23]
+json.dump(t, open(sys.argv[1], "w"))
+PY
+        cryptsetup token remove --token-id 0 "$WORK/disk.img"
+        cryptsetup token import --token-id 0 --json-file "$WORK/token.json" "$WORK/disk.img"
+        # status and doctor name the downgrade.
+        [ "$(status_field 's["tokens"][0]["weaker_than_config"]')" = True ]
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "WEAKER than the configuration" "$OUT"
+        # rotate and change-pin refuse to carry it over (exit 15, malformed/edited token).
+        expect_exit 15 "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "weaker than the configuration" "$ERR"
+        expect_exit 15 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+        # reseal with the recovery passphrase: the new token has the configured policy (PIN, PCR 7).
+        expect_exit 0 "$TPMGUARD" reseal --unlock-key-file "$WORK/recovery.key" --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "sha256 PCRs 7, PIN" "$OUT"
+        [ "$(status_field 's["tokens"][0]["pin"]')" = True ]
+        [ "$(status_field 's["tokens"][0]["pcrs"]')" = "[7]" ]
+        [ "$(status_field 's["tokens"][0]["weaker_than_config"]')" = False ]
+        pin_opens "$WORK/pin"
+        refute token_open </dev/null
+        recovery_opens "$WORK/disk.img"
+}
+
 run_cases
