@@ -30,6 +30,9 @@
 #define ANCHOR_FILE "boot-anchor.json"
 #define ANCHOR_MAX_SIZE 4096
 
+/* No anchor is a degraded mode, not a failure of the verification: a warning, and the caller goes on. */
+#define anchor_warning_rc(rc, ...) ({ int _anchor_rc_ = (rc); log_warning(__VA_ARGS__); _anchor_rc_; })
+
 const char *tg_anchor_kind_to_string(tg_anchor_kind k) {
         return k == TG_ANCHOR_KERNEL ? "kernel" : k == TG_ANCHOR_BOOT ? "boot" : "none";
 }
@@ -134,13 +137,13 @@ int tg_anchor_check(const char *dir, const TPM2B_NAME *null_name, uint32_t reset
 
         r = sd_id128_get_boot(&id);
         if (r < 0)
-                return log_warning_rc(-TG_ERR_IO, "No boot ID (%s): no boot anchor.", strerror(-r));
+                return anchor_warning_rc(-TG_ERR_IO, "No boot ID (%s): no boot anchor.", strerror(-r));
         sd_id128_to_string(id, boot_id);
 
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return log_warning_rc(-TG_ERR_IO, "Cannot create %s for the boot anchor: %m", dir);
+                return anchor_warning_rc(-TG_ERR_IO, "Cannot create %s for the boot anchor: %m", dir);
         if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
-                return log_warning_rc(-TG_ERR_INVALID,
+                return anchor_warning_rc(-TG_ERR_INVALID,
                                       "%s is not a private directory of ours: no boot anchor. Make it root-only (0700).",
                                       dir);
         r = tg_asprintf(&path, "%s/%s", dir, ANCHOR_FILE);
@@ -177,7 +180,7 @@ int tg_anchor_check(const char *dir, const TPM2B_NAME *null_name, uint32_t reset
 
         r = anchor_write(path, boot_id, null_name, reset_count, restart_count);
         if (r < 0)
-                return log_warning_rc(r, "Cannot record the boot anchor in %s: a TPM reset during this boot "
+                return anchor_warning_rc(r, "Cannot record the boot anchor in %s: a TPM reset during this boot "
                                          "cannot be detected.", path);
         log_debug("Boot anchor recorded in %s.", path);
         *ret_state = state;
