@@ -326,7 +326,8 @@ static void check_kernel(doctor *d) {
                                       "tpmguard refuses to use the TPM.%s", note);
                         set_next_for_error(d, c, -TG_ERR_NO_NULL_NAME);
                 } else {
-                        c = add_check(d, "kernel", path, TG_DOCTOR_OK, 0,
+                        /* A warning, not a problem: the boot anchor cannot see a reset before it. */
+                        c = add_check(d, "kernel", path, TG_DOCTOR_WARNING, 0,
                                       "The kernel exports no TPM null_name (kernel_null_name = %s): every "
                                       "transaction is still certified, and a TPM reset (to replay PCR values) is "
                                       "detected from this boot's first verification on (the boot anchor), not "

@@ -36,12 +36,17 @@
  *         owner primary), whose seed survives a TPM reset, which would hide
  *         a reset from the boot anchor.
  *       * the certified qualifiedName must be that of a NULL-hierarchy
- *         primary of that name. Alone it is not enough: a key loaded with
- *         LoadExternal in the NULL hierarchy gets the very same qualified
- *         name H(TPM_RH_NULL ‖ name), and its private part is the
- *         interposer's.
- *     Together: a key the TPM made itself, which never leaves it, as a
- *     primary of the NULL hierarchy.
+ *         primary of that name. Alone it is not enough: a NULL primary
+ *         the TPM made from *another* template — decrypt but not
+ *         restricted — has exactly that qualified name, and the TPM runs
+ *         ECDH_ZGen with such a key for anyone who asks (its authValue is
+ *         empty), so an interposer has the TPM compute our salt. Nor do we
+ *         rely on how a TPM names a key loaded with LoadExternal into the
+ *         NULL hierarchy: libtpms (swtpm) reports its plain name as its
+ *         qualified name, which this check refuses, but a TPM that reported
+ *         H(TPM_RH_NULL ‖ name) would pass the interposer's own key here.
+ *     Together: a restricted key the TPM made itself and never lets out, as
+ *     a primary of the NULL hierarchy.
  *   - feed malformed structures to the parser (tss2-mu checks bounds before
  *     every read, and the attestation must be consumed exactly, so no
  *     trailing bytes can ride along under a valid signature).

@@ -239,10 +239,15 @@ mode anchored-reset         'certify|narrow' --mode reset --reset-after GetRando
 # Issue 13: the interposer puts a key of its own into the TPM in place of the
 # NULL primary and hands out its handle, so that the password-authorized
 # Certify certifies it: a loadable key it holds the private part of (stopped
-# by the template check), or a fixedTPM owner primary of the exact template
-# (stopped by the qualified-name check).
+# by the template check; on swtpm also by the qualified-name check, see
+# trust/attest.c), or a fixedTPM owner primary of the exact template (stopped
+# by the qualified-name check).
 mode substitute-loaded-key  'certify|narrow' --mode loaded-key
 mode substitute-owner-key   'certify|narrow' --mode owner-key
+# A NULL primary the TPM made, but decrypt without restricted: the TPM runs
+# ECDH_ZGen with it for anyone, so the interposer learns the salt (stopped by
+# the template check alone: its qualified name is a NULL primary's).
+mode substitute-zgen-key    'certify|narrow' --mode zgen-key
 mode tamper-certify-attest  certify      --mode tamper --tamper Certify:70:0x01
 mode tamper-certify-sig     certify      --mode tamper --tamper Certify:@SIG@:0x01
 mode reset-after-certify    certify      --mode reset --reset-after Certify:1

@@ -58,6 +58,11 @@ ContextSave) goes to that key and the genuine EK signing key certifies it:
     proxy holds the private key: it decrypts the client's salt (the TPM,
     salted to the same key, derives the same session key) and reads every
     parameter of every session salted to it.
+  - zgen-key: a primary of the NULL hierarchy, fixedTPM, but decrypt without
+    restricted (so not the client's template). Its private part stays in the
+    TPM, but the TPM computes ECDH with it for anyone (ECDH_ZGen, empty
+    password): the proxy has it compute the client's salt and derives the
+    session key. Its certified qualified name is that of a NULL primary.
   - owner-key: a primary of the owner hierarchy made from the client's own
     template (exactly the NULL key template, fixedTPM; its private part
     stays in the TPM, so the proxy learns no salt). What it would buy: the
@@ -86,7 +91,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 import tpmwire as tw
 
-MODES = ("record", "substitute", "loaded-key", "owner-key", "pin-crack", "tamper", "reset", "drop", "replay")
+MODES = ("record", "substitute", "loaded-key", "zgen-key", "owner-key", "pin-crack", "tamper", "reset", "drop", "replay")
 SWTPM_CMD_INIT = 2
 SUBSTITUTE_HIERARCHIES = (tw.TPM_RH_NULL, tw.TPM_RH_OWNER, tw.TPM_RH_ENDORSEMENT)
 
@@ -367,6 +372,7 @@ class Proxy:
         self.seq = 0
         self.crack_threads = []
         self.crack_attempted = set()
+        self.zgen_keys = {}        # (x, y) -> Public of a NULL primary the TPM runs ECDH_ZGen with (zgen-key)
 
     # -- logging/recording --
 
@@ -506,7 +512,7 @@ class Proxy:
         """Answers a NULL-hierarchy CreatePrimary with a key the proxy put into the TPM. True if it did."""
         if cmd.cc != 0x131 or cmd.handles[0] != tw.TPM_RH_NULL or resp.rc != 0 or not resp.parsed:
             return False
-        if not ({"loaded-key", "owner-key"} & self.modes):
+        if not ({"loaded-key", "zgen-key", "owner-key"} & self.modes):
             return False
         rd = tw.Reader(resp.params)
         real = tw.read_tpm2b_public(rd)
@@ -543,10 +549,20 @@ class Proxy:
             resp.params = tw.marshal_tpm2b_public(evil) + head + tw.tpm2b(key.fake_name)
             attack, new_name = "substitute-loaded-key", key.fake_name
         else:
-            # CreatePrimary(owner) with the client's template (unique cleared), owner auth empty.
-            tmpl = real.with_point(b"", b"")
+            if "zgen-key" in self.modes:
+                # CreatePrimary(null): fixedTPM, fixedParent, sensitiveDataOrigin, userWithAuth, noDA,
+                # decrypt, but not restricted; no symmetric algorithm (required without restricted).
+                params = (tw.u16(tw.TPM_ALG_NULL) + tw.u16(tw.TPM_ALG_NULL) + tw.u16(tw.TPM_ECC_NIST_P256)
+                          + tw.u16(tw.TPM_ALG_NULL))
+                tmpl = tw.Public(tw.TPM_ALG_ECC, real.name_alg,
+                                 0x2 | 0x10 | 0x20 | 0x40 | 0x400 | tw.TPMA_OBJECT_DECRYPT, b"", params, b"", b"")
+                hierarchy, attack = tw.TPM_RH_NULL, "substitute-zgen-key"
+            else:
+                # CreatePrimary(owner) with the client's template (unique cleared), owner auth empty.
+                tmpl = real.with_point(b"", b"")
+                hierarchy, attack = tw.TPM_RH_OWNER, "substitute-owner-key"
             pw = tw.u32(tw.TPM_RS_PW) + tw.tpm2b(b"") + bytes([0]) + tw.tpm2b(b"")
-            body = (tw.u32(tw.TPM_RH_OWNER) + tw.u32(len(pw)) + pw
+            body = (tw.u32(hierarchy) + tw.u32(len(pw)) + pw
                     + tw.tpm2b(tw.u16(0) + tw.u16(0)) + tw.marshal_tpm2b_public(tmpl) + tw.tpm2b(b"") + tw.u32(0))
             raw = tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body)) + tw.u32(0x131) + body
             out = self.transact(upstream, raw)
@@ -557,12 +573,13 @@ class Proxy:
             new_handle = r.handles[0]
             resp.params = r.params
             ord_ = tw.Reader(r.params)
-            tw.read_tpm2b_public(ord_)
+            made = tw.read_tpm2b_public(ord_)
             for _ in range(2):
                 ord_.tpm2b()
             ord_.u16(), ord_.u32(), ord_.tpm2b()
             new_name = ord_.tpm2b(68)
-            attack = "substitute-owner-key"
+            if attack == "substitute-zgen-key":
+                self.zgen_keys[(made.x, made.y)] = made
         self.transact(upstream, tw.build_command(0x165, params=tw.u32(real_handle)))
         resp.handles = [new_handle]
         self.attack(attack=attack, command="CreatePrimary", real_handle=hh(real_handle), new_handle=hh(new_handle),
@@ -781,7 +798,33 @@ class Proxy:
         if tpm_key != tw.TPM_RH_NULL:
             real, _ = self.read_public(upstream, tpm_key)
             fk = self.fake_for(real, create=False) if real is not None and real.type == tw.TPM_ALG_ECC else None
-            if fk is not None and fk.loaded:
+            zk = self.zgen_keys.get((real.x, real.y)) if real is not None and real.type == tw.TPM_ALG_ECC else None
+            if zk is not None:
+                # The TPM computes the ECDH share of the client's ephemeral point for us.
+                try:
+                    er = tw.Reader(enc_salt)
+                    ex, ey = tw.read_ecc_point(er)
+                    er.done()
+                    pw = tw.u32(tw.TPM_RS_PW) + tw.tpm2b(b"") + bytes([0]) + tw.tpm2b(b"")
+                    body = (tw.u32(tpm_key) + tw.u32(len(pw)) + pw
+                            + tw.tpm2b(tw.tpm2b(ex) + tw.tpm2b(ey)))
+                    out = self.transact(upstream, tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body))
+                                        + tw.u32(0x154) + body)
+                    _, _, rc = tw.read_header(out)
+                    if rc != 0:
+                        raise tw.WireError("ECDH_ZGen rc 0x%x" % rc)
+                    zr = tw.Reader(out, 10)
+                    zr.u32()  # parameterSize
+                    pr = tw.Reader(zr.tpm2b())
+                    zx, _ = tw.read_ecc_point(pr)
+                    salt = tw.kdfe(zk.name_alg, zx, "SECRET", ex, zk.x, tw.digest_size(zk.name_alg) * 8)
+                except (tw.WireError, ValueError) as e:
+                    self.findings.add("errors", {"command": cmd.name, "error": "zgen: %s" % e})
+                    info["opaque"] = True
+                else:
+                    info.update(client_salt=salt, tpm_salt=salt, fake=LoadedKey(zk, None))
+                    self.attack(attack="salt-zgen", salted_to=hh(tpm_key), name=hx(zk.name()))
+            elif fk is not None and fk.loaded:
                 # The TPM decrypts the same salt with the proxy's own loaded key.
                 try:
                     client_salt = tw.ecc_salt_decrypt(fk.private, fk.fake, enc_salt)

@@ -392,11 +392,12 @@ static void test_null_key_public_check(void **state) {
 }
 
 /*
- * The attack of issue 13 in software: the interposer answers CreatePrimary(NULL) with its own key
- * (decrypt, not fixedTPM/fixedParent/restricted, so that LoadExternal takes its private part in
- * the NULL hierarchy) and redirects Certify to it. What the genuine signer then signs passes every
- * attestation check, the qualified name included (a LoadExternal'ed key's is H(TPM_RH_NULL ‖
- * name) too): only the template check on the public area stops it.
+ * The attacks of issue 13 in software: the interposer answers CreatePrimary(NULL) with another key
+ * and hands out its handle, so that Certify certifies it. (1) Its own key, loaded with its private
+ * part (decrypt, not fixedTPM/fixedParent/restricted), on a TPM that reports H(TPM_RH_NULL ‖ name)
+ * as its qualified name; (2) a NULL primary of another template (decrypt, not restricted), which
+ * the TPM runs ECDH_ZGen with for anyone. What the genuine signer signs passes every attestation
+ * check, the qualified name included: only the template check on the public area stops them.
  */
 static void test_loaded_key_substitution(void **state) {
         fixture *f = *state;
@@ -417,9 +418,9 @@ static void test_loaded_key_substitution(void **state) {
                                            &evil_name, &evil_qn, NULL), 0);
         expect_public_refused(f, &evil, "the interposer's loadable key");
 
-        /* The same key with only fixedTPM set is still not the template. */
-        evil.objectAttributes |= TPMA_OBJECT_FIXEDTPM;
-        expect_public_refused(f, &evil, "fixedTPM but not the rest of the template");
+        /* (2) fixedTPM, fixedParent, sensitiveDataOrigin: TPM-made, but not restricted. */
+        evil.objectAttributes |= TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN;
+        expect_public_refused(f, &evil, "an unrestricted NULL primary (ECDH_ZGen)");
 }
 
 static void test_wrong_qualified_signer(void **state) {
