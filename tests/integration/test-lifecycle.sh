@@ -38,6 +38,16 @@ one_token_two_keyslots() {
 
 image_sum() { sha256sum "$WORK/disk.img" | cut -d' ' -f1; }
 
+# The PIN options command $1 takes (an option a command does not take is an
+# error): into the array PIN_OPTS.
+pin_opts() {
+        case $1 in
+        change-pin) PIN_OPTS=(--pin-file "$WORK/pin" --new-pin-file "$WORK/pin2") ;;
+        rotate|reseal) PIN_OPTS=(--pin-file "$WORK/pin") ;;
+        *) PIN_OPTS=() ;;
+        esac
+}
+
 epoch() { cryptsetup luksDump "$WORK/disk.img" | awk '/^Epoch:/ {print $2}'; }
 
 active_keyslots() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2'; }
@@ -201,7 +211,8 @@ two_tokens_need_token_option() {
         local before cmd
         before=$(image_sum)
         for cmd in rotate remove reseal change-pin; do
-                expect_exit 2 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                pin_opts "$cmd"
+                expect_exit 2 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/disk.img"
                 expect_in "2 tpmguard tokens: token 0 (keyslot 1), token 1 (keyslot 2)" "$ERR"
                 expect_in "--token" "$ERR"
         done
@@ -219,12 +230,15 @@ bad_devices_change_nothing() {
         "$TPMGUARD" provision >/dev/null
         printf '1234\n' >"$WORK/pin"
         local cmd
+        printf '5678\n' >"$WORK/pin2"
         for cmd in change-pin rotate reseal remove status cleanup; do
-                expect_exit 17 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/nonexistent.img"
+                pin_opts "$cmd"
+                expect_exit 17 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/nonexistent.img"
         done
         head -c 20M /dev/zero >"$WORK/plain.img"
         for cmd in change-pin rotate reseal remove status cleanup; do
-                expect_exit 2 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/plain.img"
+                pin_opts "$cmd"
+                expect_exit 2 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/plain.img"
                 expect_in "not a LUKS2 volume" "$ERR"
         done
         [ "$(sha256sum <"$WORK/plain.img" | cut -d' ' -f1)" = "$(head -c 20M /dev/zero | sha256sum | cut -d' ' -f1)" ]
@@ -232,7 +246,8 @@ bad_devices_change_nothing() {
         local before
         before=$(image_sum)
         for cmd in change-pin rotate reseal remove; do
-                expect_exit 17 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/disk.img"
+                pin_opts "$cmd"
+                expect_exit 17 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/disk.img"
                 expect_in "no tpmguard token" "$ERR"
         done
         [ "$(image_sum)" = "$before" ]
@@ -247,7 +262,8 @@ unprovisioned_changes_nothing() {
         local before cmd
         before=$(image_sum)
         for cmd in change-pin rotate reseal; do
-                expect_exit 4 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                pin_opts "$cmd"
+                expect_exit 4 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/disk.img"
                 expect_in "provision" "$ERR"
         done
         [ "$(image_sum)" = "$before" ]
@@ -270,7 +286,8 @@ locked_out_tpm_changes_nothing() {
         done
         [ "$(status_field 's["tpm"]["dictionary_attack"]["in_lockout"]')" = True ]
         for cmd in change-pin rotate reseal; do
-                expect_exit 13 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                pin_opts "$cmd"
+                expect_exit 13 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/disk.img"
                 expect_in "lockout" "$ERR"
                 expect_in "nothing was changed" "$ERR"
         done

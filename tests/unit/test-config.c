@@ -50,7 +50,8 @@ static void test_all_keys(void **state) {
 /* config get prints what the parser decided, for every key, round trip. */
 static void test_get(void **state) {
         static const char *keys[] = { "tcti", "state_dir", "null_name_path", "ek_ca", "cache_dir",
-                                      "kernel_null_name", "pcr_bank", "pcrs", "allow_no_pin", "pin_min_length" };
+                                      "kernel_null_name", "pcr_bank", "pcrs", "allow_no_pin", "pin_min_length",
+                                      "allow_unextended_pcrs" };
         _cleanup_config_ tg_config *c = NULL, *again = NULL;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
