@@ -229,8 +229,8 @@ static void set_next_for_error(doctor *d, tg_doctor_check *c, int r) {
                 break;
         case TG_ERR_NO_NULL_NAME:
                 set_next(d, c, "Boot a kernel >= 6.10 built with CONFIG_TCG_TPM2_HMAC=y, or set "
-                         "'kernel_null_name = if-available' in %s to accept that a TPM reset during boot "
-                         "cannot be detected.", conf);
+                         "'kernel_null_name = prefer' in %s to detect TPM resets from the first verification "
+                         "of each boot on (the boot anchor).", conf);
                 break;
         case TG_ERR_NOT_PROVISIONED:
                 set_next(d, c, "Run 'tpmguard provision' on a system you trust (it checks the EK certificate against "
@@ -329,12 +329,14 @@ static void check_kernel(doctor *d) {
                                       "tpmguard refuses to use the TPM.%s", note);
                         set_next_for_error(d, c, -TG_ERR_NO_NULL_NAME);
                 } else {
+                        /* A warning, not a problem: the boot anchor cannot see a reset before it. */
                         c = add_check(d, "kernel", path, TG_DOCTOR_WARNING, 0,
-                                      "The kernel exports no TPM null_name (kernel_null_name = if-available): every "
-                                      "transaction is still certified, but a TPM reset during boot (to replay PCR "
-                                      "values) cannot be detected.%s", note);
-                        set_next(d, c, "For reset detection, boot a kernel >= 6.10 built with "
-                                 "CONFIG_TCG_TPM2_HMAC=y and set kernel_null_name = required.");
+                                      "The kernel exports no TPM null_name (kernel_null_name = %s): every "
+                                      "transaction is still certified, and a TPM reset (to replay PCR values) is "
+                                      "detected from this boot's first verification on (the boot anchor), not "
+                                      "before it.%s", tg_null_name_policy_to_string(d->config->kernel_null_name), note);
+                        set_next(d, c, "For reset detection from the start of the boot, boot a kernel >= 6.10 built "
+                                 "with CONFIG_TCG_TPM2_HMAC=y.");
                 }
                 return;
         }
@@ -574,13 +576,11 @@ static void check_verification(doctor *d) {
                 set_next_for_error(d, c, r);
                 return;
         }
-        add_check(d, "verification", NULL, rep.kernel_null_name_present ? TG_DOCTOR_OK : TG_DOCTOR_WARNING, 0,
+        add_check(d, "verification", NULL, rep.anchor != TG_ANCHOR_NONE ? TG_DOCTOR_OK : TG_DOCTOR_WARNING, 0,
                   "TPM verified: its NULL key %s by the pinned EK signing key (TPM resets since manufacture: "
-                  "%u).",
-                  rep.kernel_null_name_present ? "equals the kernel's null_name and is certified"
-                                               : "is certified (no kernel null_name: a reset during boot would "
-                                                 "go unnoticed)",
-                  rep.reset_count);
+                  "%u). Reset anchor: %s: %s.",
+                  rep.kernel_null_name_present ? "equals the kernel's null_name and is certified" : "is certified",
+                  rep.reset_count, tg_anchor_kind_to_string(rep.anchor), tg_anchor_detects(rep.anchor));
 }
 
 /* ---- Volumes. ---- */

@@ -58,6 +58,8 @@ static json_object *status_tpm(const tg_config *config, tg_verified_tpm **ret_v)
         json_object_object_add(o, "verification", json_object_new_string(r >= 0 ? "verified" : tg_err_id(r)));
         if (r < 0)
                 json_object_object_add(o, "verification_message", json_object_new_string(tg_err_str(r)));
+        json_object_object_add(o, "anchor", json_object_new_string(tg_anchor_kind_to_string(report.anchor)));
+        json_object_object_add(o, "anchor_detects", json_object_new_string(tg_anchor_detects(report.anchor)));
 
         /* The DA state is no secret: read it over the verified TPM, or else directly. */
         if (*ret_v)
@@ -304,6 +306,11 @@ void tg_status_print(json_object *s, FILE *f) {
         fprintf(f, ", kernel null_name: %s", json_object_get_string(v));
         json_object_object_get_ex(tpm, "kernel_null_name_policy", &v);
         fprintf(f, " (policy: %s)\n", json_object_get_string(v));
+        if (json_object_object_get_ex(tpm, "anchor", &v)) {
+                fprintf(f, "Reset anchor: %s", json_object_get_string(v));
+                json_object_object_get_ex(tpm, "anchor_detects", &v);
+                fprintf(f, ": %s\n", json_object_get_string(v));
+        }
         if (json_object_object_get_ex(tpm, "dictionary_attack", &da) && da) {
                 json_object *lock, *fails, *max, *rec;
                 json_object_object_get_ex(da, "in_lockout", &lock);

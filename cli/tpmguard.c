@@ -311,6 +311,10 @@ static json_object *verify_report_json(const tg_config *config, const tg_verify_
         json_object_object_add(o, "kernel_null_name",
                                json_object_new_string(rep->kernel_null_name_present ? "present" : "absent"));
         json_object_object_add(o, "policy", json_object_new_string(tg_null_name_policy_to_string(config->kernel_null_name)));
+        json_object_object_add(o, "anchor", json_object_new_string(tg_anchor_kind_to_string(rep->anchor)));
+        json_object_object_add(o, "anchor_detects", json_object_new_string(tg_anchor_detects(rep->anchor)));
+        if (rep->anchor == TG_ANCHOR_BOOT)
+                json_object_object_add(o, "anchor_recorded", json_object_new_boolean(rep->anchor_recorded));
         if (r >= 0) {
                 json_object_object_add(o, "clock", json_object_new_int64((int64_t) rep->clock));
                 json_object_object_add(o, "reset_count", json_object_new_int64(rep->reset_count));
@@ -365,11 +369,10 @@ static int cmd_verify(const cli *c) {
                 json_printed = true;
         }
         else if (r >= 0)
-                printf("TPM verified: NULL key %s by the pinned EK signing key%s.\n",
+                printf("TPM verified: NULL key %s by the pinned EK signing key (reset anchor: %s: %s).\n",
                        report.kernel_null_name_present ? "matches the kernel's null_name and is certified"
                                                        : "is certified",
-                       report.kernel_null_name_present ? ""
-                                                       : " (kernel exports no null_name: TPM resets during boot are not detectable)");
+                       tg_anchor_kind_to_string(report.anchor), tg_anchor_detects(report.anchor));
         if (r < 0)
                 log_error("Verification failed: %s. 'tpmguard doctor' shows the whole state and what to do.",
                           tg_err_str(r));

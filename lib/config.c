@@ -26,7 +26,7 @@ void tg_config_free(tg_config *c) {
 }
 
 const char *tg_null_name_policy_to_string(tg_null_name_policy p) {
-        return p == TG_NULL_NAME_REQUIRED ? "required" : "if-available";
+        return p == TG_NULL_NAME_REQUIRED ? "required" : p == TG_NULL_NAME_PREFER ? "prefer" : "if-available";
 }
 
 static const struct {
@@ -132,7 +132,7 @@ static int config_defaults(tg_config **ret) {
         c->cache_dir = strdup(TG_DEFAULT_CACHE_DIR);
         if (!c->tcti || !c->state_dir || !c->cache_dir || !c->ek_ca)
                 return -TG_ERR_NOMEM;
-        c->kernel_null_name = TG_NULL_NAME_REQUIRED;
+        c->kernel_null_name = TG_NULL_NAME_PREFER;
         c->pcr_bank = TPM2_ALG_SHA256;
         c->pcr_mask = UINT32_C(1) << 7;
         c->allow_no_pin = false;
@@ -155,12 +155,14 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
         if (strcmp(key, "kernel_null_name") == 0) {
                 if (strcmp(value, "required") == 0)
                         c->kernel_null_name = TG_NULL_NAME_REQUIRED;
+                else if (strcmp(value, "prefer") == 0)
+                        c->kernel_null_name = TG_NULL_NAME_PREFER;
                 else if (strcmp(value, "if-available") == 0)
                         c->kernel_null_name = TG_NULL_NAME_IF_AVAILABLE;
                 else
                         return log_error_rc(-TG_ERR_CONFIG,
-                                            "%s:%u: kernel_null_name must be \"required\" or \"if-available\", not \"%s\".",
-                                            origin, line, value);
+                                            "%s:%u: kernel_null_name must be \"prefer\", \"required\" or "
+                                            "\"if-available\", not \"%s\".", origin, line, value);
                 return 0;
         }
         if (strcmp(key, "pcr_bank") == 0) {

@@ -12,7 +12,9 @@
  */
 typedef enum tg_null_name_policy {
         TG_NULL_NAME_REQUIRED,     /* no null_name → refuse: boot-time reset attacks must be detectable */
-        TG_NULL_NAME_IF_AVAILABLE, /* no null_name → certify a fresh NULL key; reset attacks undetectable */
+        TG_NULL_NAME_PREFER,       /* no null_name → certify a fresh NULL key, and detect resets after the
+                                    * first verification of this boot with the boot anchor (the default) */
+        TG_NULL_NAME_IF_AVAILABLE, /* the old name of PREFER, kept for old configurations: the same behaviour */
 } tg_null_name_policy;
 
 typedef struct tg_config {

@@ -15,6 +15,38 @@
  *     the name of the key the kernel recorded, or that the caller verified);
  *   - substitute a different signer, including another key in the same TPM
  *     (caught by qualifiedSigner and by verifying with the pinned key only);
+ *   - answer CreatePrimary with a key of its own, load that key into the
+ *     real TPM and redirect Certify's object handle to it (Certify
+ *     authorizes the object with a password session, which binds no name),
+ *     so that the genuine signer certifies the interposer's key over our
+ *     nonce. The certified name then matches the substituted public area, so
+ *     two more checks are needed, and each alone would not do:
+ *       * tg_null_key_public_check(): the public area must be exactly the
+ *         NULL key template, fixedTPM and fixedParent included. The TPM
+ *         refuses LoadExternal of a private part whose public area has
+ *         fixedTPM or fixedParent set (Part 3, 12.3) and Import of one (it
+ *         is not duplicable); it creates such a key's private part itself
+ *         (sensitiveDataOrigin) and never lets it out, so nobody holds the
+ *         private key of a fixedTPM key. A public-only LoadExternal of the
+ *         template with the interposer's point is no way around it: an
+ *         object without its sensitive part has no authValue to authorize
+ *         Certify's ADMIN role with (and adminWithPolicy is clear). Alone it
+ *         is not enough: a fixedTPM key of this template can also live
+ *         under another parent (a child of an owner storage key, or an
+ *         owner primary), whose seed survives a TPM reset, which would hide
+ *         a reset from the boot anchor.
+ *       * the certified qualifiedName must be that of a NULL-hierarchy
+ *         primary of that name. Alone it is not enough: a NULL primary
+ *         the TPM made from *another* template — decrypt but not
+ *         restricted — has exactly that qualified name, and the TPM runs
+ *         ECDH_ZGen with such a key for anyone who asks (its authValue is
+ *         empty), so an interposer has the TPM compute our salt. Nor do we
+ *         rely on how a TPM names a key loaded with LoadExternal into the
+ *         NULL hierarchy: libtpms (swtpm) reports its plain name as its
+ *         qualified name, which this check refuses, but a TPM that reported
+ *         H(TPM_RH_NULL ‖ name) would pass the interposer's own key here.
+ *     Together: a restricted key the TPM made itself and never lets out, as
+ *     a primary of the NULL hierarchy.
  *   - feed malformed structures to the parser (tss2-mu checks bounds before
  *     every read, and the attestation must be consumed exactly, so no
  *     trailing bytes can ride along under a valid signature).
@@ -167,16 +199,53 @@ int tg_ek_signing_key_qualified_name(const TPM2B_NAME *ek_signing_key_name, TPM2
         return tg_primary_qualified_name(TPM2_RH_ENDORSEMENT, ek_signing_key_name, ret);
 }
 
+int tg_null_key_qualified_name(const TPM2B_NAME *null_key_name, TPM2B_NAME *ret) {
+        return tg_primary_qualified_name(TPM2_RH_NULL, null_key_name, ret);
+}
+
+int tg_null_key_public_check(const TPMT_PUBLIC *public) {
+        uint8_t want[sizeof(TPMT_PUBLIC)], have[sizeof(TPMT_PUBLIC)];
+        size_t want_size = 0, have_size = 0;
+        TPM2B_PUBLIC tmpl;
+        TPMT_PUBLIC stripped;
+
+        /*
+         * Byte for byte, not field by field: whatever the TPM returned is marshalled as ESAPI will
+         * hash and salt to it, with only the point cleared, and compared with the marshalled
+         * template. A field this code does not know about cannot slip through.
+         */
+        if (public->type != TPM2_ALG_ECC ||
+            public->unique.ecc.x.size != 32 || public->unique.ecc.y.size != 32)
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The NULL key the TPM returned is not a P-256 point (type 0x%04x): the key was "
+                                    "substituted on the TPM bus. Interposer suspected; unlock with the recovery "
+                                    "passphrase.", public->type);
+        stripped = *public;
+        stripped.unique.ecc.x.size = stripped.unique.ecc.y.size = 0;
+        tg_template_srk_ecc(&tmpl);
+        if (Tss2_MU_TPMT_PUBLIC_Marshal(&tmpl.publicArea, want, sizeof want, &want_size) != TSS2_RC_SUCCESS ||
+            Tss2_MU_TPMT_PUBLIC_Marshal(&stripped, have, sizeof have, &have_size) != TSS2_RC_SUCCESS ||
+            want_size != have_size || memcmp(want, have, want_size) != 0)
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The NULL key the TPM returned does not have the NULL key template (attributes "
+                                    "0x%08x, want 0x%08x): a key that is not fixed to the TPM was substituted on the "
+                                    "TPM bus. Interposer suspected; unlock with the recovery passphrase.",
+                                    public->objectAttributes, tmpl.publicArea.objectAttributes);
+        return 0;
+}
+
 int tg_certify_verify(const TPM2B_ATTEST *attest, const TPMT_SIGNATURE *sig,
                       const TPMT_PUBLIC *signer_public, const TPM2B_NAME *expected_signer_qn,
                       const uint8_t *nonce, size_t nonce_size,
-                      const TPM2B_NAME *expected_certified_name, tg_attest_info *ret_info) {
+                      const TPM2B_NAME *expected_certified_name, const TPM2B_NAME *expected_certified_qn,
+                      tg_attest_info *ret_info) {
         TPMS_ATTEST a = {};
         size_t off = 0;
         TSS2_RC rc;
         int r;
 
-        if (!attest || !sig || !signer_public || !expected_signer_qn || !expected_certified_name)
+        if (!attest || !sig || !signer_public || !expected_signer_qn || !expected_certified_name ||
+            !expected_certified_qn)
                 return log_error_rc(-TG_ERR_INVALID, "tg_certify_verify: missing argument.");
         /* A certification without a fresh nonce could be a replay; refuse to verify one. */
         if (!nonce || nonce_size == 0 || nonce_size > sizeof((TPM2B_DATA) {}).buffer)
@@ -184,7 +253,8 @@ int tg_certify_verify(const TPM2B_ATTEST *attest, const TPMT_SIGNATURE *sig,
                                     "tg_certify_verify: nonce of %zu bytes; 1..%zu bytes are required.",
                                     nonce_size, sizeof((TPM2B_DATA) {}).buffer);
         if (expected_signer_qn->size > sizeof expected_signer_qn->name ||
-            expected_certified_name->size > sizeof expected_certified_name->name)
+            expected_certified_name->size > sizeof expected_certified_name->name ||
+            expected_certified_qn->size > sizeof expected_certified_qn->name)
                 return log_error_rc(-TG_ERR_INVALID, "tg_certify_verify: expected name of impossible size.");
 
         r = check_signer_public(signer_public);
@@ -238,6 +308,17 @@ int tg_certify_verify(const TPM2B_ATTEST *attest, const TPMT_SIGNATURE *sig,
                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                     "Attestation certifies a different key than the kernel's NULL key: "
                                     "interposer or TPM reset suspected.");
+        /*
+         * The certified key must be a primary of the NULL hierarchy: a fixedTPM key of the right
+         * template under another parent (whose seed survives a reset) has another qualified name.
+         * See the threat model above for why the template check does not make this redundant.
+         */
+        if (!tpm2b_equal(a.attested.certify.qualifiedName.name, a.attested.certify.qualifiedName.size,
+                         expected_certified_qn->name, expected_certified_qn->size))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "Attestation certifies a key that is not a primary of the NULL hierarchy "
+                                    "(qualifiedName differs): a key other than the TPM's NULL key was certified. "
+                                    "Interposer suspected.");
 
         if (ret_info)
                 *ret_info = (tg_attest_info) {

@@ -31,8 +31,9 @@ typedef struct tg_attest_info {
  * template (tg_template_ek_signing_key) and its unique filled in. The
  * attestation must carry magic TPM2_GENERATED_VALUE, type
  * TPM2_ST_ATTEST_CERTIFY, extraData equal to nonce, qualifiedSigner equal to
- * expected_signer_qn (see tg_ek_signing_key_qualified_name) and a certified
- * name equal to expected_certified_name.
+ * expected_signer_qn (see tg_ek_signing_key_qualified_name), a certified
+ * name equal to expected_certified_name and a certified qualifiedName equal
+ * to expected_certified_qn (for the NULL key: tg_null_key_qualified_name).
  *
  * Returns 0 and fills *ret_info (if not NULL) on success.
  * Returns -TG_ERR_INTERPOSER, logged as an alert naming the check that
@@ -45,7 +46,25 @@ typedef struct tg_attest_info {
 int tg_certify_verify(const TPM2B_ATTEST *attest, const TPMT_SIGNATURE *sig,
                       const TPMT_PUBLIC *signer_public, const TPM2B_NAME *expected_signer_qn,
                       const uint8_t *nonce, size_t nonce_size,
-                      const TPM2B_NAME *expected_certified_name, tg_attest_info *ret_info);
+                      const TPM2B_NAME *expected_certified_name, const TPM2B_NAME *expected_certified_qn,
+                      tg_attest_info *ret_info);
+
+/*
+ * The public area a NULL-hierarchy CreatePrimary returned (design §2.2): it
+ * must be byte for byte the kernel's NULL key template (tg_template_srk_ecc:
+ * fixedTPM, fixedParent, sensitiveDataOrigin, userWithAuth, noDA,
+ * restricted, decrypt; AES-128-CFB; NULL scheme and KDF; P-256; no
+ * authPolicy) with only the ECC point filled in, 32 bytes per coordinate.
+ * Returns -TG_ERR_INTERPOSER, logged as an alert, otherwise.
+ */
+int tg_null_key_public_check(const TPMT_PUBLIC *public);
+
+/*
+ * The qualifiedName a TPM reports for a primary in the NULL hierarchy with
+ * this name: 0x000b ‖ SHA-256(TPM2_RH_NULL ‖ name) (Part 1, 16: a
+ * hierarchy's qualified name is its handle).
+ */
+int tg_null_key_qualified_name(const TPM2B_NAME *null_key_name, TPM2B_NAME *ret);
 
 /*
  * The qualifiedSigner a TPM reports for the EK signing key, a primary in the

@@ -216,6 +216,15 @@ static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const 
                            &v->srk.tr);
         if (r < 0)
                 return r;
+        if (!kernel_null_name) {
+                /* The cached key must be the one this boot's anchor names; if not, verify in full. */
+                int a = tg_anchor_names(config->cache_dir, &v->null_name);
+                if (a == -TG_ERR_INVALID) {
+                        r = a;
+                        goto fail;
+                }
+                report->anchor = a >= 0 ? TG_ANCHOR_BOOT : TG_ANCHOR_NONE;
+        }
         r = start_salted_session(v, TPM2_SE_HMAC, &v->hmac_session.tr);
         if (r < 0)
                 goto fail;
@@ -297,7 +306,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         _cleanup_free_ TPMT_SIGNATURE *signature = NULL;
         const char *null_name_path = options && options->null_name_path ? options->null_name_path : config->null_name_path;
         tg_pinned_key pinned;
-        TPM2B_NAME kernel_null_name = {}, signer_name, signer_qn;
+        TPM2B_NAME kernel_null_name = {}, signer_name, signer_qn, null_qn;
         TPM2B_DATA nonce = { .size = TG_NONCE_SIZE };
         /* cppcheck-suppress legacyUninitvar ; the member .scheme is not the variable */
         TPMT_SIG_SCHEME scheme = { .scheme = TPM2_ALG_NULL };
@@ -317,15 +326,18 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                 if (config->kernel_null_name == TG_NULL_NAME_REQUIRED)
                         return log_error_rc(-TG_ERR_NO_NULL_NAME,
                                             "The kernel exports no TPM null_name (needs Linux >= 6.10 with CONFIG_TCG_TPM2_HMAC=y), "
-                                            "and %s requires it. Boot such a kernel, or set kernel_null_name = if-available "
-                                            "to accept that a TPM reset during boot cannot be detected.", config->path);
-                log_warning("The kernel exports no TPM null_name: this transaction is protected, but a TPM reset "
-                            "during boot cannot be detected (kernel_null_name = if-available).");
+                                            "and %s requires it. Boot such a kernel, or set kernel_null_name = prefer "
+                                            "to detect TPM resets from the first verification of each boot on.", config->path);
+                log_notice("The kernel exports no TPM null_name: TPM resets are detected from this boot's first "
+                           "verification on (boot anchor in %s), not before it (kernel_null_name = %s).",
+                           config->cache_dir, tg_null_name_policy_to_string(config->kernel_null_name));
         } else if (r < 0)
                 return log_error_rc(-TG_ERR_INVALID,
                                     "The kernel's null_name cannot be used. Refusing to use the TPM.");
-        else
+        else {
                 report->kernel_null_name_present = true;
+                report->anchor = TG_ANCHOR_KERNEL;
+        }
 
         /* 2. The TPM. */
         v = calloc(1, sizeof *v);
@@ -358,12 +370,21 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                         return r;
         }
 
-        /* 3. The NULL primary, by the kernel's template; its name must be the kernel's. */
+        /*
+         * 3. The NULL primary, by the kernel's template; its name must be the kernel's. Its public
+         * area must be exactly that template (only the point is the TPM's to choose): an
+         * interposer's own key, which it could load into the TPM with its private part and have
+         * certified, is not fixedTPM. See attest.c for why this and the qualifiedName check in
+         * tg_certify_verify() are both needed.
+         */
         {
-                TPM2B_PUBLIC tmpl;
+                TPM2B_PUBLIC tmpl, null_public;
                 tg_template_srk_ecc(&tmpl);
                 r = create_primary(v->tpm, ESYS_TR_RH_NULL, &tmpl, "CreatePrimary (NULL hierarchy)",
-                                   &v->null_key, NULL, &v->null_name);
+                                   &v->null_key, &null_public, &v->null_name);
+                if (r < 0)
+                        return r;
+                r = tg_null_key_public_check(&null_public.publicArea);
                 if (r < 0)
                         return r;
         }
@@ -404,14 +425,34 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         r = tg_primary_qualified_name(TPM2_RH_ENDORSEMENT, &pinned.name, &signer_qn);
         if (r < 0)
                 return r;
+        r = tg_null_key_qualified_name(&v->null_name, &null_qn);
+        if (r < 0)
+                return r;
         r = tg_certify_verify(certify_info, signature, &pinned.public.publicArea, &signer_qn,
-                              nonce.buffer, nonce.size, &v->null_name, &info);
+                              nonce.buffer, nonce.size, &v->null_name, &null_qn, &info);
         if (r < 0)
                 return r;
         report->clock = info.clock;
         report->reset_count = info.reset_count;
         report->restart_count = info.restart_count;
         report->safe = info.safe;
+
+        /*
+         * 5b. Without the kernel's record, this boot's anchor: the first full verification of the
+         * boot records the certified key and counters, every later one must find them unchanged.
+         */
+        if (!report->kernel_null_name_present) {
+                tg_anchor_state state;
+
+                r = tg_anchor_check(config->cache_dir, &v->null_name, info.reset_count, info.restart_count, &state);
+                if (r == -TG_ERR_INTERPOSER)
+                        return r;
+                if (r >= 0) {
+                        /* A damaged anchor anchored nothing this time: say so in the report too. */
+                        report->anchor = state == TG_ANCHOR_REPLACED_DAMAGED ? TG_ANCHOR_NONE : TG_ANCHOR_BOOT;
+                        report->anchor_recorded = state != TG_ANCHOR_MATCHED;
+                }
+        }
 
         if (options && options->use_cache) {
                 /*

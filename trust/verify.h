@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <tss2/tss2_esys.h>
 
+#include "anchor.h"
 #include "config.h"
 #include "macro.h"
 #include "secret.h"
@@ -16,15 +17,18 @@
  * tg_verified_tpm is opaque and only tg_verify() creates one, after every
  * check passed. Everything that sends a secret to the TPM or receives one
  * from it takes a tg_verified_tpm and uses only the sessions it hands out,
- * which are salted to the NULL key whose name the kernel recorded (or, under
- * kernel_null_name = if-available without a null_name, to the NULL key that
- * was just certified by the pinned EK signing key).
+ * which are salted to the NULL key whose name the kernel recorded (or,
+ * without a null_name under kernel_null_name = prefer, to the NULL key that
+ * was just certified by the pinned EK signing key and matches this boot's
+ * anchor).
  */
 typedef struct tg_verified_tpm tg_verified_tpm;
 
 typedef struct tg_verify_report {
         bool kernel_null_name_present;
         tg_null_name_policy policy;
+        tg_anchor_kind anchor;          /* what detects a TPM reset during this boot (design §2.7) */
+        bool anchor_recorded;           /* TG_ANCHOR_BOOT: this verification recorded the boot anchor */
         TPM2B_NAME null_name;           /* the name of the NULL key we created and certified */
         TPM2B_NAME ek_signing_key_name; /* the pinned (and matched) signer */
         uint64_t clock;                 /* clock fields: 0 when a cached NULL key was proven without ReadClock */

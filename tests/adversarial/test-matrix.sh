@@ -83,6 +83,17 @@ op passwd                 enrolled cold certify unseal
 # the fresh NULL key is still certified at every use.
 op verify-no-null-name        enrolled cold certify
 op unlock-plugin-no-null-name enrolled cold certify unseal
+# The same policy for every other operation that verifies, against the
+# modes that attack what the kernel's name would otherwise catch (the
+# redirect modes, issue 13) and record ("narrow": not the other "all" modes).
+op enroll-no-null-name                 enrolled cold narrow
+op seal-import-no-null-name            enrolled cold narrow
+op unlock-cryptsetup-no-null-name      enrolled cold narrow
+op unlock-plugin-warm-no-null-name     enrolled warm narrow
+op unlock-cryptsetup-warm-no-null-name enrolled warm narrow
+op change-pin-no-null-name             enrolled cold narrow
+op rotate-no-null-name                 enrolled cold narrow
+op reseal-no-null-name                 enrolled cold narrow
 
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
@@ -236,6 +247,17 @@ run_unlock-plugin-no-null-name() {
         without_null_name
         run_unlock-plugin-cold
 }
+run_enroll-no-null-name() { without_null_name; run_enroll; }
+run_seal-import-no-null-name() { without_null_name; run_seal-import; }
+run_unlock-cryptsetup-no-null-name() { without_null_name; run_unlock-cryptsetup-cold; }
+run_unlock-plugin-warm-no-null-name() { without_null_name; run_unlock-plugin-warm; }
+run_unlock-cryptsetup-warm-no-null-name() { without_null_name; run_unlock-cryptsetup-warm; }
+before_change-pin-no-null-name() { fetch_enrolled_secret; }
+run_change-pin-no-null-name() { without_null_name; run_change-pin; }
+before_rotate-no-null-name() { fetch_enrolled_secret; }
+run_rotate-no-null-name() { without_null_name; run_rotate; }
+before_reseal-no-null-name() { fetch_enrolled_secret; }
+run_reseal-no-null-name() { without_null_name; run_reseal; }
 run_unlock-cryptsetup-warm() {
         test -s "$WORK/run/null-key.json" || { echo "# warm case without a cache" >&2; return 1; }
         unlock_cryptsetup
@@ -243,7 +265,8 @@ run_unlock-cryptsetup-warm() {
 
 # --- modes ------------------------------------------------------------------
 # mode NAME TAG PROXY-ARGS... : runs against every operation with TAG ("all":
-# every operation), with the interposer's arguments. "record" is passive;
+# every operation not tagged "narrow"; TAG may list alternatives, a|b), with
+# the interposer's arguments. "record" is passive;
 # every other mode is an attack. A mode named replay-* runs the operation
 # once through the proxy first (so that it has responses to replay);
 # boot-reset runs tpm2_getrandom through the proxy first, so the reset (and
@@ -251,11 +274,26 @@ run_unlock-cryptsetup-warm() {
 # attacker's would after boot.
 MODES=()
 mode() { MODES+=("$*"); }
-mode record                 all          --mode record
+mode record                 'all|narrow' --mode record
 mode substitute             all          --mode substitute
 mode substitute-pin-crack   all          --mode substitute,pin-crack
 mode tamper-createprimary   all          --mode tamper --tamper CreatePrimary:40:0x01
 mode boot-reset             all          --mode reset --reset-after GetRandom:1
+# Without the kernel's null_name, the boot anchor: a verification (directly,
+# as the initrd's) anchors the boot first, then the reset and PCR replay.
+mode anchored-reset         'certify|narrow' --mode reset --reset-after GetRandom:1
+# Issue 13: the interposer puts a key of its own into the TPM in place of the
+# NULL primary and hands out its handle, so that the password-authorized
+# Certify certifies it: a loadable key it holds the private part of (stopped
+# by the template check; on swtpm also by the qualified-name check, see
+# trust/attest.c), or a fixedTPM owner primary of the exact template (stopped
+# by the qualified-name check).
+mode substitute-loaded-key  'certify|narrow' --mode loaded-key
+mode substitute-owner-key   'certify|narrow' --mode owner-key
+# A NULL primary the TPM made, but decrypt without restricted: the TPM runs
+# ECDH_ZGen with it for anyone, so the interposer learns the salt (stopped by
+# the template check alone: its qualified name is a NULL primary's).
+mode substitute-zgen-key    'certify|narrow' --mode zgen-key
 mode tamper-certify-attest  certify      --mode tamper --tamper Certify:70:0x01
 mode tamper-certify-sig     certify      --mode tamper --tamper Certify:@SIG@:0x01
 mode reset-after-certify    certify      --mode reset --reset-after Certify:1
@@ -305,10 +343,11 @@ expect_of() {
         # answered changes nothing verify reported (its FlushContexts then
         # fail, harmlessly). The next operation sees the reset (boot-reset).
         verify/reset-after-certify|verify-no-null-name/reset-after-certify) echo ok; return ;;
-        # Without the kernel's null_name a reset after boot cannot be told
-        # from a boot (design §2; kernel_null_name = if-available is the
-        # administrator's choice, reported on every run): the operation works
-        # on the reset TPM, over a freshly certified NULL key, leaking nothing.
+        # Without the kernel's null_name a reset before the boot anchor was
+        # recorded cannot be told from a boot (design §2.7; said on every run
+        # and in docs/security.md): the operation works on the reset TPM, over
+        # a freshly certified NULL key, leaking nothing, and anchors the boot.
+        # After the anchor (anchored-reset) it is refused.
         *-no-null-name/boot-reset) echo ok; return ;;
         esac
         case $m in
@@ -514,13 +553,18 @@ run_case() {
         *--tamper*|*--drop*|*--replay*|*--reset-after*)
                 attacked=$(grep -oE -- '--(tamper|drop|replay|reset-after) [A-Za-z_]+' <<<"$args" | head -1 | cut -d' ' -f2) ;;
         esac
-        [ "$m" = boot-reset ] && attacked=""
+        case $m in boot-reset|anchored-reset) attacked="" ;; esac
         case_setup "$state"
         if [ "$cache" = warm ]; then
                 "$TPMGUARD" verify --record >/dev/null 2>&1 || { echo "# warming the cache failed" >&2; return 1; }
         fi
         if declare -F "before_$o" >/dev/null; then
                 "before_$o" || { echo "# before_$o failed" >&2; return 1; }
+        fi
+        if [ "$m" = anchored-reset ] && [[ $o == *-no-null-name ]]; then
+                without_null_name
+                "$TPMGUARD" verify >/dev/null 2>&1 || { echo "# anchoring the boot failed" >&2; return 1; }
+                test -s "$WORK/run/boot-anchor.json" || { echo "# no boot anchor recorded" >&2; return 1; }
         fi
         # shellcheck disable=SC2086
         proxy_start $args || return 1
@@ -533,7 +577,8 @@ run_case() {
                 TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext --transient-object >/dev/null 2>&1 || true
                 TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext --loaded-session >/dev/null 2>&1 || true
                 ;;
-        boot-reset) TPM2TOOLS_TCTI="swtpm:path=$WORK/evil.sock" tpm2_getrandom 8 >/dev/null 2>&1 || true ;;
+        boot-reset|anchored-reset)
+                TPM2TOOLS_TCTI="swtpm:path=$WORK/evil.sock" tpm2_getrandom 8 >/dev/null 2>&1 || true ;;
         esac
         after_proxy=""
         local rc=0
@@ -589,6 +634,20 @@ expect_exit() {
         [ "$rc" = "$want" ]
 }
 
+# mode_applies MODE-TAG "OP-TAGS": whether a mode runs against an operation.
+mode_applies() {
+        local alt alts
+        IFS='|' read -r -a alts <<<"$1"
+        for alt in "${alts[@]}"; do
+                if [ "$alt" = all ]; then
+                        [[ " $2 " == *" narrow "* ]] || return 0
+                elif [[ " $2 " == *" $alt "* ]]; then
+                        return 0
+                fi
+        done
+        return 1
+}
+
 main() {
         local k=${shard%/*} n=${shard#*/} i=0 name opline modeline o m tag tags
         local -a names=() ops=() modes=()
@@ -596,7 +655,7 @@ main() {
                 for modeline in "${MODES[@]}"; do
                         read -r o _ _ tags <<<"$opline"
                         read -r m tag _ <<<"$modeline"
-                        [ "$tag" = all ] || [[ " $tags " == *" $tag "* ]] || continue
+                        mode_applies "$tag" "$tags" || continue
                         name="$o/$m"
                         i=$((i + 1))
                         [ $(((i - 1) % n)) = $((k - 1)) ] || continue

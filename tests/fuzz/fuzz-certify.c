@@ -25,7 +25,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         TPM2B_ATTEST attest = {};
         TPMT_SIGNATURE sig = {};
         TPM2B_PUBLIC signer = {};
-        TPM2B_NAME certified = {}, signer_name, signer_qn;
+        TPM2B_NAME certified = {}, certified_qn, signer_name, signer_qn;
         TPM2B_DATA nonce = {};
         TPMS_ATTEST parsed = {};
         tg_attest_info info;
@@ -38,11 +38,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             Tss2_MU_TPM2B_DATA_Unmarshal(data, size, &off, &nonce) != TSS2_RC_SUCCESS)
                 return 0;
         if (tg_public_name(&signer.publicArea, &signer_name) < 0 ||
-            tg_ek_signing_key_qualified_name(&signer_name, &signer_qn) < 0)
+            tg_ek_signing_key_qualified_name(&signer_name, &signer_qn) < 0 ||
+            tg_null_key_qualified_name(&certified, &certified_qn) < 0)
                 return 0;
 
         if (tg_certify_verify(&attest, &sig, &signer.publicArea, &signer_qn, nonce.buffer, nonce.size,
-                              &certified, &info) != 0)
+                              &certified, &certified_qn, &info) != 0)
                 return 0;
 
         /* Accepted: it must be a well-formed Certify of exactly what was asked, with this nonce. */

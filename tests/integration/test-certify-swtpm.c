@@ -32,6 +32,14 @@ typedef struct fixture {
         TPM2B_NAME signer_qn;
 } fixture;
 
+/* The qualified name of a NULL-hierarchy primary of this name (a static buffer: one per call site). */
+static const TPM2B_NAME *qn_of(const TPM2B_NAME *name) {
+        static TPM2B_NAME qn;
+
+        assert_int_equal(tg_null_key_qualified_name(name, &qn), 0);
+        return &qn;
+}
+
 static int run(char *const argv[]) {
         pid_t pid;
         int status;
@@ -188,21 +196,23 @@ static void test_certify_verifies(void **state) {
         assert_int_equal(tg_public_name(&null_public, &computed), 0);
         assert_int_equal(computed.size, f->null_name.size);
         assert_memory_equal(computed.name, f->null_name.name, computed.size);
+        /* What a real TPM returns for the NULL key is exactly the template with its point. */
+        assert_int_equal(tg_null_key_public_check(&null_public), 0);
 
         assert_int_equal(tg_certify_verify(&attest, &sig, &f->signer, &f->signer_qn, nonce, sizeof nonce,
-                                           &f->null_name, &info), 0);
+                                           &f->null_name, qn_of(&f->null_name), &info), 0);
         assert_true(info.clock > 0);
 
         /* The same genuine answer presented for another call's nonce is a replay. */
         memcpy(other, nonce, sizeof other);
         other[0] ^= 0x01;
         assert_int_equal(tg_certify_verify(&attest, &sig, &f->signer, &f->signer_qn, other, sizeof other,
-                                           &f->null_name, &info2), -TG_ERR_INTERPOSER);
+                                           &f->null_name, qn_of(&f->null_name), &info2), -TG_ERR_INTERPOSER);
 
         /* A genuine attestation, tampered with on the way. */
         attest.attestationData[attest.size - 1] ^= 0x01;
         assert_int_equal(tg_certify_verify(&attest, &sig, &f->signer, &f->signer_qn, nonce, sizeof nonce,
-                                           &f->null_name, &info2), -TG_ERR_INTERPOSER);
+                                           &f->null_name, qn_of(&f->null_name), &info2), -TG_ERR_INTERPOSER);
 }
 
 /* After a TPM reset the NULL seed is new: the certified key no longer matches the boot-time name. */
@@ -220,21 +230,21 @@ static void test_reset_detected(void **state) {
         assert_int_equal(RAND_bytes(nonce, sizeof nonce), 1);
         certify(f, nonce, sizeof nonce, &attest, &sig, &null_public);
         assert_int_equal(tg_certify_verify(&attest, &sig, &f->signer, &f->signer_qn, nonce, sizeof nonce,
-                                           &boot_name, &before), 0);
+                                           &boot_name, qn_of(&boot_name), &before), 0);
 
         assert_int_equal(run(reset), 0);
 
         assert_int_equal(RAND_bytes(nonce, sizeof nonce), 1);
         certify(f, nonce, sizeof nonce, &attest, &sig, &null_public);
         assert_int_equal(tg_certify_verify(&attest, &sig, &f->signer, &f->signer_qn, nonce, sizeof nonce,
-                                           &boot_name, &after), -TG_ERR_INTERPOSER);
+                                           &boot_name, qn_of(&boot_name), &after), -TG_ERR_INTERPOSER);
 
         /* The attestation itself is genuine: it verifies against the new NULL key's name,
          * and the TPM's reset counter has moved on. */
         assert_int_equal(tg_public_name(&null_public, &after_reset), 0);
         assert_memory_not_equal(after_reset.name, boot_name.name, 34);
         assert_int_equal(tg_certify_verify(&attest, &sig, &f->signer, &f->signer_qn, nonce, sizeof nonce,
-                                           &after_reset, &after), 0);
+                                           &after_reset, qn_of(&after_reset), &after), 0);
         assert_int_equal(after.reset_count, before.reset_count + 1);
 }
 

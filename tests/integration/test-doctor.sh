@@ -177,10 +177,11 @@ no_null_name_by_policy() {
         expect_exit 5 doctor "$WORK/disk.img"
         expect_in "[FAIL] kernel" "$OUT"
         expect_in "CONFIG_TCG_TPM2_HMAC=y" "$OUT"
-        write_config if-available
+        write_config prefer
         expect_exit 0 doctor "$WORK/disk.img"
         expect_in "[WARN] kernel" "$OUT"
-        expect_in "cannot be detected" "$OUT"
+        expect_in "boot anchor), not before it" "$OUT"
+        expect_in "Reset anchor: boot" "$OUT"
         expect_in "No problems; " "$OUT"
 }
 

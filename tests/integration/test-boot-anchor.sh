@@ -1,0 +1,146 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: the boot anchor (design §2.7, issue 13). Without the
+# kernel's null_name, the first verification of a boot records the certified
+# NULL key and the TPM's reset and restart counters in cache_dir; a TPM reset
+# and PCR replay after that is refused like a null_name mismatch; an anchor
+# of another boot is ignored; a damaged anchor costs a warning and is never
+# taken as a match. Real swtpm, real resets (swtpm CMD_INIT + Startup(CLEAR)).
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup tpm2_createprimary tpm2_pcrextend python3
+
+ANCHOR=""
+
+# Provisioned, booted (PCR 7 extended once), no kernel null_name, policy prefer.
+booted_without_null_name() {
+        tpm_setup
+        write_config prefer
+        ANCHOR=$WORK/run/boot-anchor.json
+        "$TPMGUARD" provision >/dev/null
+        rm "$WORK/null_name"
+        boot_extend
+}
+
+boot_extend() {
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                7:sha256=3d458cfe55cc03ea1f443f1562beec8df51c75e14a9fcf9a7234a13f198e7969 >/dev/null
+}
+
+# A TPM reset, then the boot's PCR extend replayed: what an attacker on the bus does.
+reset_and_replay() {
+        "$FIXTURE" reset "$WORK/tpm"
+        boot_extend
+}
+
+json_field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$OUT" "$1"; }
+
+test_case anchor_recorded_then_reset_refused
+anchor_recorded_then_reset_refused() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify --json
+        [ "$(json_field anchor)" = boot ]
+        [ "$(json_field anchor_recorded)" = True ]
+        expect_in "boot anchor" "$ERR"
+        # root-only, in the private cache directory
+        [ "$(stat -c %a "$ANCHOR")" = 600 ]
+        grep -q "\"null_name\": *\"$(json_field null_name)\"" "$ANCHOR"
+
+        # A second verification of the same boot finds the same key and counters.
+        expect_exit 0 "$TPMGUARD" verify --json
+        [ "$(json_field anchor)" = boot ]
+        [ "$(json_field anchor_recorded)" = False ]
+
+        # Reset + PCR replay: refused, as an interposer (exit 3), and again
+        # (the anchor is not overwritten by the refused verification).
+        reset_and_replay
+        expect_exit 3 "$TPMGUARD" verify --json
+        expect_in '"verdict": "interposer"' "$OUT"
+        expect_in "first verification" "$ERR"
+        expect_exit 3 "$TPMGUARD" verify
+}
+
+test_case restart_refused
+restart_refused() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        # TPM Restart: Shutdown(STATE) then Startup(CLEAR) resets the PCRs but
+        # keeps the NULL seed; only restartCount tells.
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_shutdown
+        swtpm_ioctl --unix "$WORK/tpm/tpm.sock.ctrl" -i >/dev/null
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_startup --clear
+        boot_extend
+        expect_exit 3 "$TPMGUARD" verify
+        expect_in "reset or restarted" "$ERR"
+}
+
+test_case stale_anchor_ignored
+stale_anchor_ignored() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        # An anchor of another boot (as if /run had survived a reboot) is stale:
+        # this boot records its own, without a warning.
+        sed -i 's/"boot_id": *"[0-9a-f]*"/"boot_id":"00000000000000000000000000000000"/' "$ANCHOR"
+        grep -q '"boot_id":"00000000000000000000000000000000"' "$ANCHOR"
+        reset_and_replay
+        expect_exit 0 "$TPMGUARD" verify --json
+        [ "$(json_field anchor)" = boot ]
+        [ "$(json_field anchor_recorded)" = True ]
+        if grep -qi "damaged" <<<"$ERR"; then echo "# a stale anchor was reported as damaged" >&2; return 1; fi
+        grep -q "\"boot_id\":\"$(tr -d - </proc/sys/kernel/random/boot_id)\"" "$ANCHOR"
+}
+
+test_case damaged_anchor_warns
+damaged_anchor_warns() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        # Damaged: a full verification, a warning, anchor "none" for this run,
+        # and never a silent accept; the anchor is recorded anew.
+        echo '{"version": 1, "boot_id": "x"' >"$ANCHOR"
+        expect_exit 0 "$TPMGUARD" verify --json
+        expect_in "damaged" "$ERR"
+        [ "$(json_field anchor)" = none ]
+        expect_exit 0 "$TPMGUARD" verify --json
+        [ "$(json_field anchor)" = boot ]
+        [ "$(json_field anchor_recorded)" = False ]
+        # Not private: the same.
+        chmod 644 "$ANCHOR"
+        expect_exit 0 "$TPMGUARD" verify --json
+        expect_in "damaged" "$ERR"
+        [ "$(json_field anchor)" = none ]
+        [ "$(stat -c %a "$ANCHOR")" = 600 ]
+        # A forged anchor that names another key is not "damaged": it refuses.
+        sed -i 's/"null_name": *"000b\(.\)/"null_name":"000b0/' "$ANCHOR"
+        python3 - "$ANCHOR" <<'PY'
+import json, sys
+a = json.load(open(sys.argv[1]))
+n = a["null_name"]
+a["null_name"] = n[:-1] + ("0" if n[-1] != "0" else "1")
+json.dump(a, open(sys.argv[1], "w"))
+PY
+        expect_exit 3 "$TPMGUARD" verify
+}
+
+test_case kernel_anchor_when_null_name
+kernel_anchor_when_null_name() {
+        tpm_setup
+        write_config prefer
+        "$TPMGUARD" provision >/dev/null
+        expect_exit 0 "$TPMGUARD" verify --json
+        [ "$(json_field anchor)" = kernel ]
+        [ ! -e "$WORK/run/boot-anchor.json" ]
+        if grep -qi "boot anchor" <<<"$ERR"; then echo "# a notice with a kernel null_name" >&2; return 1; fi
+}
+
+test_case if_available_means_prefer
+if_available_means_prefer() {
+        booted_without_null_name
+        write_config if-available
+        expect_exit 0 "$TPMGUARD" verify --json
+        [ "$(json_field anchor)" = boot ]
+        [ "$(json_field policy)" = if-available ]
+        reset_and_replay
+        expect_exit 3 "$TPMGUARD" verify
+}
+
+run_cases
