@@ -836,8 +836,8 @@ static bool rc_is_auth_failure(TSS2_RC rc) {
 static int endorsement_rc(TSS2_RC rc, const char *operation) {
         if (rc_is_auth_failure(rc))
                 return log_error_rc(-TG_ERR_AUTH_NEEDED,
-                                    "%s: the endorsement hierarchy has a password. Give it to tpmguard (it is never "
-                                    "stored) or clear it, then retry.", operation);
+                                    "%s: the endorsement hierarchy has a password. Give it with "
+                                    "--endorsement-auth-file (it is never stored), then retry.", operation);
         return tg_tpm_rc(rc, operation);
 }
 
