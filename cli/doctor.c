@@ -18,6 +18,7 @@
 #include <openssl/x509.h>
 #include <tss2/tss2_rc.h>
 
+#include "binding.h"
 #include "crypttab.h"
 #include "doctor.h"
 #include "ek.h"
@@ -662,6 +663,18 @@ static void check_token(doctor *d, struct crypt_device *cd, const char *device, 
                 return;
         }
         tg_pcr_list_format(token.pcr_mask, pcrs, sizeof pcrs);
+        {
+                char why[256];
+                /* The header is attacker-writable: a token weaker than the
+                 * configuration may have been edited (issue 14 §2). */
+                if (tg_token_policy_weaker(&token, d->config, why, sizeof why)) {
+                        c = add_check(d, "volume", subject, TG_DOCTOR_WARNING, 0,
+                                      "The token's policy is weaker than the configuration: %s. It may have been "
+                                      "edited in the LUKS2 header.", why);
+                        set_next(d, c, "If you did not make it so, unlock with the recovery passphrase and seal again "
+                                 "under the configured policy: tpmguard reseal --unlock-key-file F %s", device);
+                }
+        }
         ks = token.keyslot >= 0 ? crypt_keyslot_status(cd, token.keyslot) : CRYPT_SLOT_INVALID;
         if (ks != CRYPT_SLOT_ACTIVE && ks != CRYPT_SLOT_ACTIVE_LAST) {
                 c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, -TG_ERR_TOKEN,
@@ -729,6 +742,28 @@ static void check_volume(doctor *d, const char *device, bool from_crypttab) {
                         continue;
                 n_tokens++;
                 check_token(d, cd, device, id);
+        }
+        if (n_tokens > 0) {
+                bool exists = false, listed = false;
+                /* Decoy volumes are refused against the bindings (tokens/binding.h). */
+                r = tg_volume_binding_present(d->config->state_dir, crypt_get_uuid(cd) ?: "", &exists, &listed);
+                if (r < 0) {
+                        c = add_check(d, "volume", device, TG_DOCTOR_PROBLEM, -TG_ERR_VOLUME_BINDING,
+                                      "The volume bindings in %s cannot be read: the TPM will not unlock any volume.",
+                                      d->config->state_dir);
+                        set_next(d, c, "Unlock with the recovery passphrase, remove %s/%s and run 'tpmguard bind %s'.",
+                                 d->config->state_dir, TG_BINDINGS_FILE_NAME, device);
+                } else if (!exists) {
+                        c = add_check(d, "volume", device, TG_DOCTOR_WARNING, 0,
+                                      "No volume is bound on this machine: a decoy volume with this volume's UUID "
+                                      "would unlock without the PIN.");
+                        set_next(d, c, "tpmguard bind %s, then rebuild the initrd.", device);
+                } else if (!listed) {
+                        c = add_check(d, "volume", device, TG_DOCTOR_PROBLEM, -TG_ERR_VOLUME_BINDING,
+                                      "The volume is not bound on this machine: its token will be refused at unlock.");
+                        set_next(d, c, "If this is your volume: tpmguard bind %s, then rebuild the initrd.", device);
+                } else
+                        add_check(d, "volume", device, TG_DOCTOR_OK, 0, "Bound to this machine (decoy volumes refused).");
         }
         if (n_tokens == 0) {
                 c = add_check(d, "volume", device, TG_DOCTOR_WARNING, 0,

@@ -143,6 +143,15 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                         if (t.pin)
                                 json_object_object_add(e, "pin_kdf_iterations", json_object_new_int64(t.pin_kdf_iterations));
                         json_object_object_add(e, "pcr_policy", json_object_new_string(policy_state(v, &t)));
+                        {
+                                /* The header is attacker-writable: a token weaker than
+                                 * tpmguard.conf may have been edited (issue 14 §2). */
+                                char why[256];
+                                bool weaker = tg_token_policy_weaker(&t, config, why, sizeof why);
+                                json_object_object_add(e, "weaker_than_config", json_object_new_boolean(weaker));
+                                if (weaker)
+                                        json_object_object_add(e, "weaker_reason", json_object_new_string(why));
+                        }
                         if (!tg_luks_keyslot_active(cd, t.keyslot)) {
                                 json_object *orphan = json_object_new_object();
                                 if (!orphan)
@@ -243,6 +252,9 @@ void tg_status_print(json_object *s, FILE *f) {
                 fprintf(f, ", %s", json_object_get_boolean(x) ? "PIN" : "no PIN");
                 json_object_object_get_ex(t, "pcr_policy", &x);
                 fprintf(f, ", current PCR values: %s\n", json_object_get_string(x));
+                if (json_object_object_get_ex(t, "weaker_reason", &x))
+                        fprintf(f, "    WEAKER than the configuration: %s (possibly edited in the header)\n",
+                                json_object_get_string(x));
         }
         json_object_object_get_ex(s, "keyslots", &keyslots);
         fprintf(f, "  keyslots:");

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "binding.h"
 #include "config.h"
 #include "doctor.h"
 #include "error.h"
@@ -58,6 +59,7 @@ typedef struct cli {
         const char *crypttab;
         int token;
         const char *new_pin_file;
+        bool accept_token_policy;
         char **args;
         int n_args;
 } cli;
@@ -69,7 +71,8 @@ enum {
         OPT_CONFIG, OPT_TCTI, OPT_NULL_NAME, OPT_JSON, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
         OPT_RECORD, OPT_EK_CERT, OPT_EK_CA, OPT_EK_INTERMEDIATES, OPT_OUTPUT, OPT_EAUTH, OPT_OWNER_AUTH,
         OPT_PIN_FILE, OPT_NO_PIN, OPT_UNLOCK_KEY_FILE, OPT_SECRET_FILE, OPT_PCRS, OPT_PCR_BANK, OPT_PCR,
-        OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_LOCKOUT_AUTH,
+        OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_ACCEPT_TOKEN_POLICY,
+        OPT_LOCKOUT_AUTH,
         _OPT_MAX,
 };
 
@@ -106,6 +109,8 @@ static const struct option_doc {
         [OPT_CRYPTTAB]         = { "crypttab", 0, "FILE", "Where to find volumes when none is given (default /etc/crypttab)" },
         [OPT_TOKEN]            = { "token", 0, "N", "The tpmguard token (needed when there are several)" },
         [OPT_NEW_PIN_FILE]     = { "new-pin-file", 0, "F", "Read the new PIN from F ('-' = stdin)" },
+        [OPT_ACCEPT_TOKEN_POLICY] = { "accept-token-policy", 0, NULL,
+                                      "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)" },
         [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)" },
 };
 
@@ -206,6 +211,7 @@ static int load_config(const cli *c, tg_config **ret) {
 
         if (r < 0)
                 return r;
+        config->accept_token_policy = c->accept_token_policy;
         if (c->tcti) {
                 free(config->tcti);
                 config->tcti = strdup(c->tcti);
@@ -551,6 +557,46 @@ static int cmd_verify(const cli *c) {
         return r;
 }
 
+/*
+ * A token without a PIN is refused unless tpmguard.conf allows it
+ * (allow_no_pin = yes) as well as --no-pin: against an active interposer it
+ * protects nothing, since the interposer can run Load, PolicyPCR and Unseal
+ * in a session of its own on any normal boot (issue 14 §3).
+ */
+static int check_no_pin_allowed(const cli *c, const tg_config *config) {
+        if (c->pin_file)
+                return log_error_rc(-TG_ERR_INVALID, "--no-pin and --pin-file contradict each other.");
+        if (!config->allow_no_pin)
+                return log_error_rc(-TG_ERR_INVALID,
+                                    "--no-pin is refused: %s does not allow tokens without a PIN. A token without a PIN "
+                                    "unseals for anyone who boots this machine, and an active interposer on the TPM bus "
+                                    "can unseal it with commands of its own. To accept that, set allow_no_pin = yes "
+                                    "there.", config->path ?: "tpmguard.conf");
+        log_warning("Sealing without a PIN: anyone who can boot this machine into the sealed PCR state unlocks the "
+                    "volume, and an active interposer on the TPM bus can unseal the secret with commands of its own "
+                    "on any normal boot. Only the recovery passphrase then stands between a thief and the data.");
+        return 0;
+}
+
+/* A new PIN, asked twice on a terminal (or read from file), at least pin_min_length bytes. */
+static int read_new_pin(const tg_config *config, const char *file, tg_secret **ret) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        int r;
+
+        r = tg_pin_read(file, "New TPM PIN: ", true, &pin);
+        if (r == -TG_ERR_CANCELLED)
+                return log_error_rc(r, "No PIN given (an empty PIN is no PIN).%s",
+                                    config->allow_no_pin ? " Use --no-pin to seal without one." : "");
+        if (r < 0)
+                return r;
+        if (pin->size < config->pin_min_length)
+                return log_error_rc(-TG_ERR_INVALID, "The PIN has %zu characters; at least %u are required "
+                                    "(pin_min_length in %s).", pin->size, config->pin_min_length,
+                                    config->path ?: "tpmguard.conf");
+        *ret = TAKE_PTR(pin);
+        return 0;
+}
+
 static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_params *p,
                                 tg_pcr_values *explicit_values, tg_secret **ret_pin, tg_secret **ret_owner_auth) {
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
@@ -573,14 +619,13 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
                 p->explicit_values = explicit_values;
         }
         if (c->no_pin) {
-                if (c->pin_file)
-                        return log_error_rc(-TG_ERR_INVALID, "--no-pin and --pin-file contradict each other.");
-                log_warning("Enrolling without a PIN: anyone who can boot this machine into the sealed PCR state "
-                            "unlocks the volume.");
-        } else {
-                r = tg_pin_read(c->pin_file, "New TPM PIN: ", true, &pin);
+                r = check_no_pin_allowed(c, config);
                 if (r < 0)
-                        return log_error_rc(r, "No PIN given. Use --no-pin to enroll without one.");
+                        return r;
+        } else {
+                r = read_new_pin(config, c->pin_file, &pin);
+                if (r < 0)
+                        return r;
         }
         if (c->owner_auth_file) {
                 r = tg_pin_read(c->owner_auth_file, "Owner hierarchy password: ", false, &owner);
@@ -767,6 +812,20 @@ static int token_command_begin(const cli *c, const char *command, tg_config **re
         return 0;
 }
 
+/* Ends a result line with the policy the token is now sealed to, read back from the header. */
+static void print_sealed_policy(const cli *c, int token) {
+        char policy[128];
+        tg_token t;
+
+        if (tg_lifecycle_token_peek(c->args[0], token, &t) < 0) {
+                printf(".\n");
+                return;
+        }
+        tg_token_policy_format(&t, policy, sizeof policy);
+        explicit_bzero(&t, sizeof t);
+        printf(": %s.\n", policy);
+}
+
 static int cmd_change_pin(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL;
@@ -776,13 +835,14 @@ static int cmd_change_pin(const cli *c) {
         r = token_command_begin(c, "change-pin", &config, &pin);
         if (r < 0)
                 return r;
-        r = tg_pin_read(c->new_pin_file, "New TPM PIN: ", true, &new_pin);
+        r = read_new_pin(config, c->new_pin_file, &new_pin);
         if (r < 0)
-                return log_error_rc(r, "No new PIN given (terminal, or --new-pin-file F).");
+                return log_error_rc(r, "No new PIN set (terminal, or --new-pin-file F). Nothing was changed.");
         r = tg_change_pin(config, c->args[0], c->token, pin, new_pin, &res);
         if (r < 0)
                 return log_error_rc(r, "Changing the PIN failed: %s.", tg_err_str(r));
-        printf("Changed the PIN of token %d (keyslot %d).\n", res.token, res.keyslot);
+        printf("Changed the PIN of token %d (keyslot %d)", res.token, res.keyslot);
+        print_sealed_policy(c, res.token);
         return 0;
 }
 
@@ -798,17 +858,25 @@ static int cmd_rotate(const cli *c) {
         r = tg_rotate(config, c->args[0], c->token, pin, &res);
         if (r < 0)
                 return log_error_rc(r, "Rotation failed: %s.", tg_err_str(r));
-        printf("Rotated token %d: keyslot %d replaces keyslot %d.\n", res.token, res.keyslot, res.old_keyslot);
+        printf("Rotated token %d: keyslot %d replaces keyslot %d", res.token, res.keyslot, res.old_keyslot);
+        print_sealed_policy(c, res.token);
         return 0;
 }
 
+/*
+ * reseal: the new policy comes from the command line, else tpmguard.conf —
+ * never from the old token, whose fields an attacker can edit (issue 14 §2).
+ * Authorized by unsealing (the current PIN, which the new seal keeps) or by
+ * a passphrase of the volume (then the new PIN is asked, twice).
+ */
 static int cmd_reseal(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
-        _cleanup_secret_ tg_secret *pin = NULL, *unlock = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL, *unlock = NULL;
         tg_reseal_params p = {};
         tg_pcr_values explicit_values;
         tg_lifecycle_result res;
-        tg_token t;
+        tg_token t, sealed = {};
+        char policy[128];
         int r;
 
         r = one_device(c, "reseal");
@@ -817,43 +885,62 @@ static int cmd_reseal(const cli *c) {
         r = load_config(c, &config);
         if (r < 0)
                 return r;
-        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
-        if (r < 0)
-                return r;
-        p.pcr_bank = t.pcr_bank;
-        p.pcr_mask = t.pcr_mask;
+        p.pcr_bank = config->pcr_bank;
+        p.pcr_mask = config->pcr_mask;
         if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p.pcr_bank) < 0)
-                r = log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
-        if (r >= 0 && c->pcrs) {
-                if (tg_pcr_list_parse(c->pcrs, &p.pcr_mask) < 0)
-                        r = log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
-                p.pcr_mask_set = true;
-        }
-        if (r >= 0 && c->n_pcr_values > 0) {
+                return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
+        if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p.pcr_mask) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
+        if (c->n_pcr_values > 0) {
                 explicit_values = (tg_pcr_values) { .bank = p.pcr_bank };
-                for (int i = 0; r >= 0 && i < c->n_pcr_values; i++)
+                for (int i = 0; i < c->n_pcr_values; i++) {
                         r = tg_pcr_value_parse(c->pcr_values[i], &explicit_values);
+                        if (r < 0)
+                                return r;
+                }
                 p.explicit_values = &explicit_values;
         }
-        if (r >= 0)
-                r = read_current_pin(c, &t, &pin);
-        explicit_bzero(&t, sizeof t);
-        if (r < 0)
-                return r;
-        if (c->unlock_key_file) {
-                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        if (c->no_pin) {
+                r = check_no_pin_allowed(c, config);
                 if (r < 0)
                         return r;
         }
+
+        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file) {
+                /* Authorized by a passphrase: the token's PIN is not needed, the new one is asked twice. */
+                if (!c->no_pin)
+                        r = read_new_pin(config, c->pin_file, &new_pin);
+                if (r >= 0)
+                        r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        } else {
+                r = read_current_pin(c, &t, &pin);
+                if (r >= 0 && !c->no_pin) {
+                        if (pin)
+                                r = tg_secret_new_copy(pin->data, pin->size, &new_pin);
+                        else
+                                /* The token claims no PIN; the configuration wants one: set it now. */
+                                r = read_new_pin(config, NULL, &new_pin);
+                }
+        }
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
         p.pin = pin;
+        p.new_pin = new_pin;
         p.unlock_passphrase = unlock;
         r = tg_reseal(config, c->args[0], c->token, &p, &res);
         if (r < 0)
                 return log_error_rc(r, "Resealing failed: %s.", tg_err_str(r));
+        sealed = (tg_token) { .pcr_bank = p.pcr_bank, .pcr_mask = p.pcr_mask, .pin = new_pin != NULL };
+        tg_token_policy_format(&sealed, policy, sizeof policy);
         if (res.keyslot != res.old_keyslot)
-                printf("Resealed token %d into a new keyslot %d (keyslot %d removed).\n", res.token, res.keyslot, res.old_keyslot);
+                printf("Resealed token %d into a new keyslot %d (keyslot %d removed): %s.\n", res.token, res.keyslot,
+                       res.old_keyslot, policy);
         else
-                printf("Resealed token %d (keyslot %d).\n", res.token, res.keyslot);
+                printf("Resealed token %d (keyslot %d): %s.\n", res.token, res.keyslot, policy);
         return 0;
 }
 
@@ -911,6 +998,41 @@ static int cmd_config(const cli *c) {
         return 0;
 }
 
+/*
+ * tpmguard bind DEVICE: records the volume's binding (tokens/binding.h) for
+ * volumes enrolled with 'cryptsetup token import' or before bindings
+ * existed. Authorized by a passphrase of the volume, which proves that the
+ * volume key is the one being recorded; the TPM is not involved.
+ */
+static int cmd_bind(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_secret_ tg_secret *unlock = NULL;
+        int r;
+
+        r = one_device(c, "bind");
+        if (r < 0)
+                return r;
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_luks_open(c->args[0], &cd);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_pin_read(NULL, "Passphrase of the volume: ", false, &unlock);
+        if (r < 0)
+                return r;
+        r = tg_volume_binding_record(config->state_dir, cd, CRYPT_ANY_SLOT, unlock);
+        if (r < 0)
+                return log_error_rc(r, "Binding failed: %s. Nothing was recorded.", tg_err_str(r));
+        printf("Bound %s (UUID %s) to this machine. Rebuild the initrd so that it carries the binding "
+               "(update-initramfs -u, or dracut -f).\n", c->args[0], crypt_get_uuid(cd));
+        return 0;
+}
+
 static int cmd_status(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_(json_object_putp) json_object *status = NULL;
@@ -948,15 +1070,17 @@ static const cli_command commands[] = {
         { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",
           O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(JSON), cmd_doctor },
         { "change-pin", "DEV", "Change the PIN of a token (unseal, reseal with the new PIN)",
-          O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE), cmd_change_pin },
+          O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), cmd_change_pin },
         { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",
-          O(TOKEN) | O(PIN_FILE), cmd_rotate },
+          O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY), cmd_rotate },
         { "reseal", "DEV", "Seal to new PCR values (after a firmware or boot chain update)",
-          O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(UNLOCK_KEY_FILE), cmd_reseal },
+          O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(UNLOCK_KEY_FILE), cmd_reseal },
         { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), cmd_remove },
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), cmd_status },
         { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, cmd_cleanup },
+        { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
+          O(UNLOCK_KEY_FILE), cmd_bind },
         { "lockout", "setup|export", "Take the lockout hierarchy and set the DA parameters; print its password",
           O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), cmd_lockout },
         { "lockout-reset", "", "Reset the TPM's dictionary-attack counter (needs the lockout password)",
@@ -1121,6 +1245,7 @@ int main(int argc, char *argv[]) {
                                 return tg_err_exit_code(-TG_ERR_INVALID);
                         break;
                 case OPT_NEW_PIN_FILE: c.new_pin_file = optarg; break;
+                case OPT_ACCEPT_TOKEN_POLICY: c.accept_token_policy = true; break;
                 case OPT_LOCKOUT_AUTH: c.lockout_auth_file = optarg; break;
                 default: assert(false); return tg_err_exit_code(-TG_ERR_INVALID);
                 }

@@ -137,6 +137,8 @@ static int config_defaults(tg_config **ret) {
         c->da_max_tries = TG_DA_MAX_TRIES;
         c->da_recovery_time = TG_DA_RECOVERY_TIME;
         c->da_lockout_recovery = TG_DA_LOCKOUT_RECOVERY;
+        c->allow_no_pin = false;
+        c->pin_min_length = TG_PIN_MIN_LENGTH_DEFAULT;
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -194,6 +196,29 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
                 return parse_u32(origin, line, key, value, &c->da_recovery_time);
         if (strcmp(key, "da_lockout_recovery") == 0)
                 return parse_u32(origin, line, key, value, &c->da_lockout_recovery);
+        if (strcmp(key, "allow_no_pin") == 0) {
+                if (strcmp(value, "yes") == 0)
+                        c->allow_no_pin = true;
+                else if (strcmp(value, "no") == 0)
+                        c->allow_no_pin = false;
+                else
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: allow_no_pin must be \"yes\" or \"no\", not \"%s\".",
+                                            origin, line, value);
+                return 0;
+        }
+        if (strcmp(key, "pin_min_length") == 0) {
+                char *end;
+                unsigned long n;
+
+                errno = 0;
+                n = strtoul(value, &end, 10);
+                if (!isdigit((unsigned char) value[0]) || *end || errno != 0 || n < TG_PIN_MIN_LENGTH_MIN ||
+                    n > TG_PIN_MIN_LENGTH_MAX)
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: pin_min_length must be a number from %d to %d, not \"%s\".",
+                                            origin, line, TG_PIN_MIN_LENGTH_MIN, TG_PIN_MIN_LENGTH_MAX, value);
+                c->pin_min_length = (unsigned) n;
+                return 0;
+        }
         return log_error_rc(-TG_ERR_CONFIG, "%s:%u: unknown setting \"%s\".", origin, line, key);
 }
 
@@ -229,6 +254,11 @@ int tg_config_get(const tg_config *c, const char *key, char **ret) {
                 s = buf;
         } else if (strcmp(key, "da_lockout_recovery") == 0) {
                 snprintf(buf, sizeof buf, "%" PRIu32, c->da_lockout_recovery);
+                s = buf;
+        } else if (strcmp(key, "allow_no_pin") == 0)
+                s = c->allow_no_pin ? "yes" : "no";
+        else if (strcmp(key, "pin_min_length") == 0) {
+                snprintf(buf, sizeof buf, "%u", c->pin_min_length);
                 s = buf;
         } else
                 return log_error_rc(-TG_ERR_INVALID, "Unknown setting \"%s\" (see tpmguard.conf(5)).", key);

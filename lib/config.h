@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "macro.h"
@@ -28,6 +29,11 @@ typedef struct tg_config {
         uint32_t da_max_tries;        /* failures before lockout; default TG_DA_MAX_TRIES */
         uint32_t da_recovery_time;    /* seconds after which one failure is forgiven; TG_DA_RECOVERY_TIME */
         uint32_t da_lockout_recovery; /* seconds after a failed lockout authorization; TG_DA_LOCKOUT_RECOVERY */
+        bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: issue 14 §3) */
+        unsigned pin_min_length; /* shortest new PIN accepted (default TG_PIN_MIN_LENGTH_DEFAULT) */
+        /* Not a file setting: set by the CLI's --accept-token-policy, to carry
+         * over a token whose policy is weaker than this configuration. */
+        bool accept_token_policy;
 } tg_config;
 
 /*
@@ -39,6 +45,16 @@ typedef struct tg_config {
 #define TG_DA_MAX_TRIES 32
 #define TG_DA_RECOVERY_TIME 7200
 #define TG_DA_LOCKOUT_RECOVERY 86400
+
+/*
+ * BitLocker's default minimum PIN (Windows 10 1703 and later) is 6 digits;
+ * the TPM's dictionary-attack lockout is what makes so short a secret
+ * acceptable, and tpmguard's default DA budget is no more generous than
+ * Windows'. Configurable down to 4 (BitLocker's lowest) and up to 64.
+ */
+#define TG_PIN_MIN_LENGTH_DEFAULT 6
+#define TG_PIN_MIN_LENGTH_MIN 4
+#define TG_PIN_MIN_LENGTH_MAX 64
 
 /*
  * Loads the configuration from path, or when path is NULL from

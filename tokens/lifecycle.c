@@ -33,6 +33,7 @@
  * Every operation starts by resolving markers, so rerunning any command
  * after a crash completes or undoes the interrupted one first.
  */
+#include <assert.h>
 #include <errno.h>
 #include <openssl/evp.h>
 
@@ -505,6 +506,27 @@ undo:
         return r;
 }
 
+/*
+ * change-pin and rotate carry the token's PCR policy over to the new seal.
+ * The token is read from an attacker-writable header, so a policy weaker
+ * than tpmguard.conf is not carried over silently (issue 14 §2).
+ */
+static int check_carry_over(const lifecycle *lc, const tg_config *config, const char *operation) {
+        char why[256];
+
+        if (!tg_token_policy_weaker(&lc->token, config, why, sizeof why))
+                return 0;
+        if (config->accept_token_policy) {
+                log_warning("Token %d: %s; carrying its policy over as asked (--accept-token-policy).", lc->token_id, why);
+                return 0;
+        }
+        return log_error_rc(-TG_ERR_TOKEN,
+                            "Token %d is weaker than the configuration: %s. The header may have been edited. %s refuses "
+                            "to carry this policy over: run 'tpmguard reseal --unlock-key-file F' to seal again under "
+                            "the configured policy, or add --accept-token-policy if the token is as you made it.",
+                            lc->token_id, why, operation);
+}
+
 static tg_seal_params seal_params_like(const tg_token *t, const tg_secret *pin) {
         return (tg_seal_params) {
                 .pcr_bank = t->pcr_bank,
@@ -536,6 +558,9 @@ int tg_change_pin(const tg_config *config, const char *device, int token,
         int r;
 
         r = lifecycle_begin(&lc, config, device, token);
+        if (r < 0)
+                return r;
+        r = check_carry_over(&lc, config, "change-pin");
         if (r < 0)
                 return r;
         r = unseal_current(&lc, pin, &secret);
@@ -574,6 +599,9 @@ int tg_rotate(const tg_config *config, const char *device, int token, const tg_s
         r = lifecycle_begin(&lc, config, device, token);
         if (r < 0)
                 return r;
+        r = check_carry_over(&lc, config, "rotate");
+        if (r < 0)
+                return r;
         r = unseal_current(&lc, pin, &secret);
         if (r < 0)
                 return r;
@@ -599,14 +627,15 @@ int tg_reseal(const tg_config *config, const char *device, int token,
         r = lifecycle_begin(&lc, config, device, token);
         if (r < 0)
                 return r;
-        if (lc.token.pin && !p->pin)
+        if (lc.token.pin && !p->pin && !p->unlock_passphrase)
                 return log_error_rc(-TG_ERR_PIN_NEEDED, "Token %d needs a PIN.", lc.token_id);
 
-        params = seal_params_like(&lc.token, lc.token.pin ? p->pin : NULL);
-        if (p->pcr_bank)
-                params.pcr_bank = p->pcr_bank;
-        if (p->pcr_mask_set)
-                params.pcr_mask = p->pcr_mask;
+        /* The new policy is the caller's (command line or tpmguard.conf), never
+         * the old token's: its fields come from an attacker-writable header,
+         * and following a "PCR mismatch" hint must not re-enrol the volume
+         * under a policy an attacker wrote there (issue 14 §2). */
+        assert(p->pcr_bank != 0);
+        params = (tg_seal_params) { .pcr_bank = p->pcr_bank, .pcr_mask = p->pcr_mask, .pin = p->new_pin };
         if (p->explicit_values) {
                 if (p->explicit_values->bank != params.pcr_bank)
                         return log_error_rc(-TG_ERR_INVALID, "--pcr values are for the %s bank, the new policy uses %s.",

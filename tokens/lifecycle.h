@@ -82,16 +82,17 @@ int tg_rotate(const tg_config *config, const char *device, int token,
               const tg_secret *pin, tg_lifecycle_result *ret);
 
 typedef struct tg_reseal_params {
-        uint16_t pcr_bank;                       /* 0: the token's bank */
-        uint32_t pcr_mask;                       /* used when pcr_bank != 0 or pcr_mask_set */
-        bool pcr_mask_set;
+        uint16_t pcr_bank;                       /* the new policy's bank (required) */
+        uint32_t pcr_mask;                       /* the new policy's PCRs */
         const tg_pcr_values *explicit_values;    /* NULL: the current values */
-        const tg_secret *pin;                    /* the current PIN (also the PIN of the new seal) */
+        const tg_secret *pin;                    /* the current PIN, to unseal (NULL with unlock_passphrase) */
+        const tg_secret *new_pin;                /* the PIN of the new seal; NULL: no PIN */
         const tg_secret *unlock_passphrase;      /* non-NULL: authorize with it instead of unsealing */
 } tg_reseal_params;
 
 /*
- * Seal to new PCR values. Authorized by unsealing the current secret (then
+ * Seal to new PCR values under the policy the caller gives (never the old
+ * token's fields). Authorized by unsealing the current secret (then
  * the token is replaced in one write, the keyslot stays), or, with
  * unlock_passphrase, by a passphrase of the volume (then a new keyslot with
  * a new secret is added and the old token and keyslot are dropped, as in

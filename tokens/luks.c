@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <openssl/evp.h>
 
+#include "binding.h"
 #include "error.h"
 #include "log.h"
 #include "luks.h"
@@ -191,6 +192,12 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
                 goto undo;
         }
 
+        /* Bind the volume before the token exists (issue 14 §4): a binding
+         * without a token is harmless, a token whose volume is not bound is
+         * refused by the plugin. */
+        r = tg_volume_binding_record(config->state_dir, cd, keyslot, check);
+        if (r < 0)
+                goto undo;
         r = tg_token_to_string(&token, &json);
         if (r < 0)
                 goto undo;

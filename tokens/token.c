@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -582,6 +583,42 @@ static void hex_to_buf(const uint8_t *data, size_t size, char *buf, size_t buf_s
                 buf[2 * i + 1] = digits[data[i] & 0xf];
         }
         buf[2 * i] = '\0';
+}
+
+bool tg_token_policy_weaker(const tg_token *t, const tg_config *config, char *why, size_t size) {
+        char want[96], have[96];
+        uint32_t missing;
+
+        assert(t);
+        assert(config);
+
+        if (!t->pin && !config->allow_no_pin) {
+                snprintf(why, size, "it has no PIN, and %s requires one (allow_no_pin = no)",
+                         config->path ?: "tpmguard.conf");
+                return true;
+        }
+        if (t->pcr_bank != config->pcr_bank) {
+                snprintf(why, size, "it is sealed to the %s PCR bank, %s configures %s", tg_pcr_bank_to_string(t->pcr_bank),
+                         config->path ?: "tpmguard.conf", tg_pcr_bank_to_string(config->pcr_bank));
+                return true;
+        }
+        missing = config->pcr_mask & ~t->pcr_mask;
+        if (missing) {
+                tg_pcr_list_format(t->pcr_mask, have, sizeof have);
+                tg_pcr_list_format(missing, want, sizeof want);
+                snprintf(why, size, "it is sealed to PCRs %s, without PCR %s that %s configures", have[0] ? have : "(none)",
+                         want, config->path ?: "tpmguard.conf");
+                return true;
+        }
+        return false;
+}
+
+void tg_token_policy_format(const tg_token *t, char *buf, size_t size) {
+        char pcrs[96];
+
+        tg_pcr_list_format(t->pcr_mask, pcrs, sizeof pcrs);
+        snprintf(buf, size, "%s PCRs %s, %s", tg_pcr_bank_to_string(t->pcr_bank), pcrs[0] ? pcrs : "(none)",
+                 t->pin ? "PIN" : "no PIN");
 }
 
 void tg_token_dump(const tg_token *t, void (*print)(const char *line, void *userdata), void *userdata) {

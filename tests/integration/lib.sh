@@ -56,6 +56,10 @@ cache_dir = $WORK/run
 da_max_tries = ${TPMGUARD_TEST_DA_MAX_TRIES:-1000}
 da_recovery_time = ${TPMGUARD_TEST_DA_RECOVERY_TIME:-1}
 da_lockout_recovery = ${TPMGUARD_TEST_DA_LOCKOUT_RECOVERY:-1}
+# The tests' PINs are 4 digits (the default minimum is 6), and some cases
+# enrol without a PIN on purpose.
+pin_min_length = 4
+allow_no_pin = yes
 CONF
         export TPMGUARD_CONFIG="$WORK/tpmguard.conf"
 }
@@ -93,6 +97,14 @@ expect_in() {
         fi
 }
 
+refute_in() {
+        local needle=$1 haystack=$2
+        if grep -qiF -- "$needle" <<<"$haystack"; then
+                echo "# did not expect \"$needle\" in: $haystack" | head -5 >&2
+                return 1
+        fi
+}
+
 # Sanitizer reports (build-asan) fail the case that produced them, even when
 # the crashing command was expected to fail: every sanitized process writes
 # its report into a per-case directory, checked after the case.
@@ -113,6 +125,14 @@ sanitizer_reports() {
 }
 
 run_cases() {
+        # TPMGUARD_CASES="a b": only those cases (when working on one).
+        if [ -n "${TPMGUARD_CASES:-}" ]; then
+                local want=() k
+                for k in "${_tap_cases[@]}"; do
+                        case " $TPMGUARD_CASES " in *" $k "*) want+=("$k") ;; esac
+                done
+                _tap_cases=("${want[@]}")
+        fi
         echo "1..${#_tap_cases[@]}"
         local c rc base_asan=${ASAN_OPTIONS:-} base_ubsan=${UBSAN_OPTIONS:-}
         for c in "${_tap_cases[@]}"; do

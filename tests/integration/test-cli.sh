@@ -25,7 +25,7 @@ run() {
 }
 has() { if grep -qF -- "$2" <<<"$3"; then ok "$1"; else not_ok "$1: no \"$2\" in: $3"; fi; }
 
-echo "1..24"
+echo "1..29"
 commands=$("$TPMGUARD" help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF {print $1}')
 run 0 "help lists the commands" "$TPMGUARD" help
 has "help names enroll" "enroll DEV" "$OUT"
@@ -53,5 +53,13 @@ if python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["exit_co
 head -c 32 /dev/urandom >"$WORK/secret"
 run 11 "seal with no terminal and no --pin-file" setsid -w "$TPMGUARD" seal --secret-file "$WORK/secret"
 has "it says how to give the PIN" "Give the PIN in a file" "$ERR"
-if [ -n "$commands" ]; then ok "commands found"; else not_ok "no commands in help"; fi
+if # PIN policy (issue 14 §3), all decided before the TPM is asked anything.
+run 2 "seal --no-pin without allow_no_pin in the configuration" "$TPMGUARD" seal --no-pin --secret-file "$WORK/secret"
+has "the refusal says what a token without a PIN exposes" "active interposer" "$ERR"
+printf '123\n' >"$WORK/short-pin"
+run 2 "a PIN shorter than pin_min_length (default 6)" "$TPMGUARD" seal --pin-file "$WORK/short-pin" --secret-file "$WORK/secret"
+has "the message names the minimum" "at least 6" "$ERR"
+printf '\n' >"$WORK/empty-pin"
+run 18 "an empty PIN is no PIN (cancelled)" "$TPMGUARD" seal --pin-file "$WORK/empty-pin" --secret-file "$WORK/secret"
+[ -n "$commands" ]; then ok "commands found"; else not_ok "no commands in help"; fi
 [ "$failed" = 0 ]

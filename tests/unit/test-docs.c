@@ -144,6 +144,8 @@ static void test_conf_as_shipped(void **state) {
         assert_int_equal(shipped->da_max_tries, defaults->da_max_tries);
         assert_int_equal(shipped->da_recovery_time, defaults->da_recovery_time);
         assert_int_equal(shipped->da_lockout_recovery, defaults->da_lockout_recovery);
+        assert_int_equal(shipped->allow_no_pin, defaults->allow_no_pin);
+        assert_int_equal(shipped->pin_min_length, defaults->pin_min_length);
         free(text);
 }
 
@@ -151,6 +153,7 @@ static void test_conf_uncommented(void **state) {
         static const char *const settings[] = {
                 "tcti", "kernel_null_name", "null_name_path", "ek_ca", "state_dir", "cache_dir", "pcr_bank", "pcrs",
                 "da_max_tries", "da_recovery_time", "da_lockout_recovery",
+                "allow_no_pin", "pin_min_length",
         };
         _cleanup_config_ tg_config *all = NULL, *defaults = NULL;
         char *text = read_text(conf_path), *out = calloc(1, strlen(text) + 1), *save = NULL;
@@ -190,6 +193,8 @@ static void test_conf_uncommented(void **state) {
         assert_int_equal(all->da_max_tries, defaults->da_max_tries);
         assert_int_equal(all->da_recovery_time, defaults->da_recovery_time);
         assert_int_equal(all->da_lockout_recovery, defaults->da_lockout_recovery);
+        assert_int_equal(all->allow_no_pin, defaults->allow_no_pin);
+        assert_int_equal(all->pin_min_length, defaults->pin_min_length);
         free(out);
         free(text);
 }
