@@ -303,9 +303,20 @@ void tg_status_print(json_object *s, FILE *f) {
                 json_object_object_get_ex(da, "failures", &fails);
                 json_object_object_get_ex(da, "max_failures", &max);
                 json_object_object_get_ex(da, "recovery_seconds", &rec);
+                json_object *set = NULL, *held = NULL, *weaker = NULL;
                 fprintf(f, "DA: %s, %d of %d failures, one forgiven every %d s\n",
                         json_object_get_boolean(lock) ? "IN LOCKOUT" : "not locked out",
                         json_object_get_int(fails), json_object_get_int(max), json_object_get_int(rec));
+                if (json_object_object_get_ex(da, "lockout_auth_set", &set)) {
+                        json_object_object_get_ex(da, "lockout_auth_held", &held);
+                        json_object_object_get_ex(da, "weaker_than_configured", &weaker);
+                        fprintf(f, "Lockout password: %s%s\n",
+                                !json_object_get_boolean(set) ? "NONE: anyone can reset the DA counter "
+                                                                "(run 'tpmguard lockout setup')"
+                                : json_object_get_boolean(held) ? "set, held by tpmguard"
+                                                                : "set by another owner",
+                                json_object_get_boolean(weaker) ? "; DA parameters weaker than tpmguard.conf's" : "");
+                }
         } else
                 fprintf(f, "DA: unknown (TPM unreachable)\n");
 }

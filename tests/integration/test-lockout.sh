@@ -127,6 +127,8 @@ da = json.loads(sys.argv[1])["tpm"]["dictionary_attack"]
 assert da["in_lockout"] and da["lockout_auth_set"] and da["lockout_auth_held"], da
 assert not da["weaker_than_configured"], da
 PY
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "Lockout password: set, held by tpmguard" "$OUT"
         # An attacker's reset without the password is refused (and locks the
         # lockout hierarchy for its 10 s lockout recovery).
         ! tpm2 tpm2_dictionarylockout --clear-lockout >/dev/null 2>&1 ||
