@@ -60,6 +60,7 @@ typedef struct cli {
         int token;
         const char *new_pin_file;
         bool accept_token_policy;
+        bool allow_unextended;
         char **args;
         int n_args;
 } cli;
@@ -72,7 +73,7 @@ enum {
         OPT_RECORD, OPT_EK_CERT, OPT_EK_CA, OPT_EK_INTERMEDIATES, OPT_OUTPUT, OPT_EAUTH, OPT_OWNER_AUTH,
         OPT_PIN_FILE, OPT_NO_PIN, OPT_UNLOCK_KEY_FILE, OPT_SECRET_FILE, OPT_PCRS, OPT_PCR_BANK, OPT_PCR,
         OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_ACCEPT_TOKEN_POLICY,
-        OPT_LOCKOUT_AUTH,
+        OPT_LOCKOUT_AUTH, OPT_ALLOW_UNEXTENDED,
         _OPT_MAX,
 };
 
@@ -109,6 +110,8 @@ static const struct option_doc {
         [OPT_CRYPTTAB]         = { "crypttab", 0, "FILE", "Where to find volumes when none is given (default /etc/crypttab)" },
         [OPT_TOKEN]            = { "token", 0, "N", "The tpmguard token (needed when there are several)" },
         [OPT_NEW_PIN_FILE]     = { "new-pin-file", 0, "F", "Read the new PIN from F ('-' = stdin)" },
+        [OPT_ALLOW_UNEXTENDED] = { "allow-unextended-pcrs", 0, NULL,
+                                   "Seal to PCRs that were never extended (all zeros or ones)" },
         [OPT_ACCEPT_TOKEN_POLICY] = { "accept-token-policy", 0, NULL,
                                       "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)" },
         [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)" },
@@ -118,7 +121,8 @@ static const struct option_doc {
 #define OPTS_GENERAL ((1ull << OPT_CONFIG) | (1ull << OPT_TCTI) | (1ull << OPT_VERBOSE) | (1ull << OPT_QUIET) | \
                       (1ull << OPT_HELP) | (1ull << OPT_VERSION))
 #define O(x) (1ull << OPT_##x)
-#define OPTS_SEAL (O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(OWNER_AUTH) | O(EAUTH))
+#define OPTS_SEAL (O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(OWNER_AUTH) | O(EAUTH) | \
+                   O(ALLOW_UNEXTENDED))
 
 typedef struct cli_command {
         const char *name;
@@ -362,6 +366,8 @@ static int cmd_provision(const cli *c) {
                 json_object_object_add(o_json, "ek_nv_index", json_object_new_int64(pinned.ek_nv_index));
                 json_object_object_add(o_json, "ek_certificate_sha256", json_object_new_string(pinned.ek_cert_sha256));
                 json_object_object_add(o_json, "ek_certificate_issuer", json_object_new_string(pinned.ek_cert_issuer));
+                json_object_object_add(o_json, "ek_anchor_vendor", json_object_new_string(pinned.ek_anchor_vendor));
+                json_object_object_add(o_json, "ek_anchor_sha256", json_object_new_string(pinned.ek_anchor_sha256));
                 json_object_object_add(o_json, "state_dir",
                                        json_object_new_string(c->output_dir ?: config->state_dir));
                 /* No password here: JSON ends up in logs. 'tpmguard lockout export' prints it. */
@@ -371,8 +377,10 @@ static int cmd_provision(const cli *c) {
         } else {
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
+                       "  anchored by the %s root CA with SHA-256 %s\n"
                        "  pinned in %s/%s\n",
                        name_hex, pinned.ek_cert_sha256, pinned.ek_template, pinned.ek_cert_issuer,
+                       pinned.ek_anchor_vendor, pinned.ek_anchor_sha256,
                        c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME);
                 r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
                 if (r < 0)
@@ -602,7 +610,8 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
         int r;
 
-        *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask };
+        *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask,
+                                .allow_unextended = c->allow_unextended || config->allow_unextended_pcrs };
         if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p->pcr_bank) < 0)
                 return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
         if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p->pcr_mask) < 0)
@@ -887,6 +896,7 @@ static int cmd_reseal(const cli *c) {
                 return r;
         p.pcr_bank = config->pcr_bank;
         p.pcr_mask = config->pcr_mask;
+        p.allow_unextended = c->allow_unextended || config->allow_unextended_pcrs;
         if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p.pcr_bank) < 0)
                 return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
         if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p.pcr_mask) < 0)
@@ -1074,7 +1084,8 @@ static const cli_command commands[] = {
         { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",
           O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY), cmd_rotate },
         { "reseal", "DEV", "Seal to new PCR values (after a firmware or boot chain update)",
-          O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(UNLOCK_KEY_FILE), cmd_reseal },
+          O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(UNLOCK_KEY_FILE) |
+          O(ALLOW_UNEXTENDED), cmd_reseal },
         { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), cmd_remove },
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), cmd_status },
@@ -1247,6 +1258,7 @@ int main(int argc, char *argv[]) {
                 case OPT_NEW_PIN_FILE: c.new_pin_file = optarg; break;
                 case OPT_ACCEPT_TOKEN_POLICY: c.accept_token_policy = true; break;
                 case OPT_LOCKOUT_AUTH: c.lockout_auth_file = optarg; break;
+                case OPT_ALLOW_UNEXTENDED: c.allow_unextended = true; break;
                 default: assert(false); return tg_err_exit_code(-TG_ERR_INVALID);
                 }
         }

@@ -128,8 +128,10 @@ static int config_defaults(tg_config **ret) {
                 return -TG_ERR_NOMEM;
         c->tcti = strdup(TG_DEFAULT_TCTI);
         c->state_dir = strdup(TPMGUARD_STATE_DIR);
+        /* The TPM manufacturers' CAs tpmguard ships, then the administrator's additions and distrust list. */
+        c->ek_ca = strdup(TPMGUARD_EK_CA_DIR " " TPMGUARD_EK_CA_LOCAL_DIR);
         c->cache_dir = strdup(TG_DEFAULT_CACHE_DIR);
-        if (!c->tcti || !c->state_dir || !c->cache_dir)
+        if (!c->tcti || !c->state_dir || !c->cache_dir || !c->ek_ca)
                 return -TG_ERR_NOMEM;
         c->kernel_null_name = TG_NULL_NAME_REQUIRED;
         c->pcr_bank = TPM2_ALG_SHA256;
@@ -196,14 +198,15 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
                 return parse_u32(origin, line, key, value, &c->da_recovery_time);
         if (strcmp(key, "da_lockout_recovery") == 0)
                 return parse_u32(origin, line, key, value, &c->da_lockout_recovery);
-        if (strcmp(key, "allow_no_pin") == 0) {
+        if (strcmp(key, "allow_no_pin") == 0 || strcmp(key, "allow_unextended_pcrs") == 0) {
+                bool *b = strcmp(key, "allow_no_pin") == 0 ? &c->allow_no_pin : &c->allow_unextended_pcrs;
                 if (strcmp(value, "yes") == 0)
-                        c->allow_no_pin = true;
+                        *b = true;
                 else if (strcmp(value, "no") == 0)
-                        c->allow_no_pin = false;
+                        *b = false;
                 else
-                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: allow_no_pin must be \"yes\" or \"no\", not \"%s\".",
-                                            origin, line, value);
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: %s must be \"yes\" or \"no\", not \"%s\".",
+                                            origin, line, key, value);
                 return 0;
         }
         if (strcmp(key, "pin_min_length") == 0) {
@@ -257,6 +260,8 @@ int tg_config_get(const tg_config *c, const char *key, char **ret) {
                 s = buf;
         } else if (strcmp(key, "allow_no_pin") == 0)
                 s = c->allow_no_pin ? "yes" : "no";
+        else if (strcmp(key, "allow_unextended_pcrs") == 0)
+                s = c->allow_unextended_pcrs ? "yes" : "no";
         else if (strcmp(key, "pin_min_length") == 0) {
                 snprintf(buf, sizeof buf, "%u", c->pin_min_length);
                 s = buf;

@@ -20,7 +20,8 @@ typedef struct tg_config {
         char *tcti;            /* TCTI configuration; default device:/dev/tpmrm0 */
         char *state_dir;       /* where the pinned EK signing key lives */
         char *null_name_path;  /* kernel null_name file; NULL → sysfs of tpm0 via libsystemd */
-        char *ek_ca;           /* manufacturer CA store: a PEM file or a directory of them */
+        char *ek_ca;           /* manufacturer CA stores, whitespace-separated: PEM files or directories;
+                                * default: the shipped store and /etc/tpmguard/ek-ca */
         char *cache_dir;       /* per-boot verification cache; default /run/tpmguard */
         tg_null_name_policy kernel_null_name;
         uint16_t pcr_bank;     /* TPM2_ALG_SHA256 by default */
@@ -30,6 +31,7 @@ typedef struct tg_config {
         uint32_t da_recovery_time;    /* seconds after which one failure is forgiven; TG_DA_RECOVERY_TIME */
         uint32_t da_lockout_recovery; /* seconds after a failed lockout authorization; TG_DA_LOCKOUT_RECOVERY */
         bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: issue 14 §3) */
+        bool allow_unextended_pcrs; /* seal to PCRs at their reset value (default no) */
         unsigned pin_min_length; /* shortest new PIN accepted (default TG_PIN_MIN_LENGTH_DEFAULT) */
         /* Not a file setting: set by the CLI's --accept-token-policy, to carry
          * over a token whose policy is weaker than this configuration. */

@@ -533,6 +533,8 @@ static tg_seal_params seal_params_like(const tg_token *t, const tg_secret *pin) 
                 .pcr_mask = t->pcr_mask,
                 .pin = pin,
                 .pin_kdf_iterations = t->pin ? t->pin_kdf_iterations : 0,
+                /* The token's own PCR policy, carried over: not a new choice of PCRs. */
+                .allow_unextended = true,
         };
 }
 
@@ -635,7 +637,8 @@ int tg_reseal(const tg_config *config, const char *device, int token,
          * and following a "PCR mismatch" hint must not re-enrol the volume
          * under a policy an attacker wrote there (issue 14 §2). */
         assert(p->pcr_bank != 0);
-        params = (tg_seal_params) { .pcr_bank = p->pcr_bank, .pcr_mask = p->pcr_mask, .pin = p->new_pin };
+        params = (tg_seal_params) { .pcr_bank = p->pcr_bank, .pcr_mask = p->pcr_mask, .pin = p->new_pin,
+                                    .allow_unextended = p->allow_unextended };
         if (p->explicit_values) {
                 if (p->explicit_values->bank != params.pcr_bank)
                         return log_error_rc(-TG_ERR_INVALID, "--pcr values are for the %s bank, the new policy uses %s.",

@@ -88,6 +88,7 @@ typedef struct tg_reseal_params {
         const tg_secret *pin;                    /* the current PIN, to unseal (NULL with unlock_passphrase) */
         const tg_secret *new_pin;                /* the PIN of the new seal; NULL: no PIN */
         const tg_secret *unlock_passphrase;      /* non-NULL: authorize with it instead of unsealing */
+        bool allow_unextended;                   /* see tg_seal_params */
 } tg_reseal_params;
 
 /*

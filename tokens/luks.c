@@ -155,6 +155,17 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
         if (r < 0)
                 return r;
 
+        /* Refuse unextended PCRs before the header is touched (tg_seal checks again). */
+        if (!options->seal.allow_unextended && !options->seal.explicit_values) {
+                tg_pcr_values values;
+
+                r = tg_vtpm_pcr_read(v, options->seal.pcr_bank, options->seal.pcr_mask, &values);
+                if (r < 0)
+                        return r;
+                r = tg_pcr_values_check_extended(&values, options->seal.pcr_mask);
+                if (r < 0)
+                        return log_error_rc(r, "Enrollment refused: %s is unchanged.", device);
+        }
         r = tg_keyslot_secret_new(&secret);
         if (r < 0)
                 return r;

@@ -80,6 +80,33 @@ int tg_pcr_value_parse(const char *s, tg_pcr_values *values) {
         return 0;
 }
 
+/*
+ * A PCR still at its reset value (all zeros, or all ones for the
+ * locality-reset PCRs 17-22) measures nothing: a secret sealed to it is
+ * bound to no boot state, and after a TPM reset it is "good" again without
+ * any replay (issue 14 §3).
+ */
+int tg_pcr_values_check_extended(const tg_pcr_values *values, uint32_t mask) {
+        for (unsigned i = 0; i < TG_PCR_COUNT; i++) {
+                bool zeros = true, ones = true;
+
+                if (!(mask & (UINT32_C(1) << i)))
+                        continue;
+                for (unsigned k = 0; k < values->value_size; k++) {
+                        zeros = zeros && values->value[i][k] == 0x00;
+                        ones = ones && values->value[i][k] == 0xff;
+                }
+                if (zeros || ones)
+                        return log_error_rc(-TG_ERR_INVALID,
+                                            "PCR %u (%s) was never extended (all %s): sealing to it binds the secret to "
+                                            "no boot state. Choose PCRs your firmware measures (--pcrs), or, if this is "
+                                            "intended, --allow-unextended-pcrs (allow_unextended_pcrs = yes in "
+                                            "tpmguard.conf).", i, tg_pcr_bank_to_string(values->bank),
+                                            zeros ? "zeros" : "ones");
+        }
+        return 0;
+}
+
 int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_values *ret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         tg_pcr_values values = { .bank = bank, .mask = mask, .value_size = bank_digest_size(bank) };
@@ -342,6 +369,11 @@ int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *s
                 for (unsigned i = 0; i < TG_PCR_COUNT; i++)
                         if (e->given_mask & (UINT32_C(1) << i))
                                 memcpy(values.value[i], e->value[i], values.value_size);
+        }
+        if (!params->allow_unextended) {
+                r = tg_pcr_values_check_extended(&values, params->pcr_mask);
+                if (r < 0)
+                        return r;
         }
         r = tg_pcr_values_digest(&values, &pcr_digest);
         if (r < 0)

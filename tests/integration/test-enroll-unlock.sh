@@ -197,4 +197,26 @@ validate_rejects_malformed_import() {
                 expect_exit 22 with_plugin cryptsetup token import --json-file "$WORK/bad.json" "$WORK/disk.img"
 }
 
+# Issue 14 §3: sealing to a PCR nothing was ever measured into is refused,
+# naming the PCR, unless asked for; once the PCR is extended it is accepted.
+test_case unextended_pcr_refused
+unextended_pcr_refused() {
+        tpm_setup
+        sed -i 's/^allow_unextended_pcrs = .*/allow_unextended_pcrs = no/' "$WORK/tpmguard.conf"
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        local before
+        before=$(sha256sum <"$WORK/disk.img")
+        expect_exit 2 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "PCR 7 (sha256) was never extended" "$ERR"
+        [ "$(sha256sum <"$WORK/disk.img")" = "$before" ]
+        head -c 32 /dev/urandom >"$WORK/secret"
+        expect_exit 0 "$TPMGUARD" seal --allow-unextended-pcrs --pcrs 7 --pin-file "$WORK/pin" --secret-file "$WORK/secret"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                "7:sha256=$(printf 'firmware measurement' | sha256sum | cut -d' ' -f1)"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_exit 0 token_open <"$WORK/pin"
+}
+
 run_cases

@@ -5,7 +5,8 @@
 # checks that every file lands where its consumer looks for it:
 #   - the token plugin in libcryptsetup's crypt_token_external_path(),
 #   - the CLI, man pages, bash completion, the /etc/tpmguard skeleton (a
-#     conffile),
+#     conffile), the EK CA store (read-only in /usr/share/tpmguard/ek-ca, an
+#     empty /etc/tpmguard/ek-ca for the administrator) and its licence,
 #   - the dracut module, initramfs-tools hooks and systemd unit, when this
 #     tree has them.
 # Takes under a minute on 2 cores (DEB_BUILD_OPTIONS=nocheck: the unit tier
@@ -28,7 +29,7 @@ dpkg-checkbuilddeps -d 'debhelper-compat (= 13)' /dev/null >/dev/null 2>&1 ||
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-deb.XXXXXX")
 trap 'rm -rf "$T"' EXIT
-echo "1..20"
+echo "1..24"
 
 # A copy of the tree as it is (tracked and new files, not build output).
 mkdir "$T/src"
@@ -99,6 +100,19 @@ completions=$(pkg-config --variable=completionsdir bash-completion 2>/dev/null |
 check "bash completion in $completions" test -f "$R$completions/tpmguard"
 check "annotated example in /usr/share/doc/tpmguard" test -f "$R/usr/share/doc/tpmguard/tpmguard.conf.example"
 
+# The default EK CA store, read-only, where the compiled-in ek_ca looks.
+store=/usr/share/tpmguard/ek-ca
+check "EK CA store in $store (roots, intermediates, MANIFEST, LICENSE; 0644)" \
+        sh -c "for f in roots.pem intermediates.pem MANIFEST LICENSE; do
+                       [ \"\$(stat -c %a '$R$store/'\$f)\" = 644 ] || exit 1; done"
+check "the store's content is the source tree's" \
+        sh -c "cmp -s '$R$store/MANIFEST' '$SRC/data/ek-ca/MANIFEST' && cmp -s '$R$store/roots.pem' '$SRC/data/ek-ca/roots.pem'"
+check "/etc/tpmguard/ek-ca exists, empty, for the administrator" \
+        sh -c "[ -d '$R/etc/tpmguard/ek-ca' ] && [ -z \"\$(ls -A '$R/etc/tpmguard/ek-ca')\" ]"
+check "debian/copyright carries the store's BSD-3-Clause licence and provenance" \
+        sh -c "grep -q 'loicsikidi/tpm-ca-certificates' '$R/usr/share/doc/tpmguard/copyright' &&
+               grep -q '^License: BSD-3-clause' '$R/usr/share/doc/tpmguard/copyright'"
+
 # The initrd integration, when this tree has it (dracut/, initrd/, units/).
 if [ -d "$SRC/dracut" ]; then
         check "dracut module in /usr/lib/dracut/modules.d/90tpmguard" \
@@ -124,7 +138,7 @@ fi
 
 # Nothing outside the places above.
 unexpected=$(cd "$R" && find . -type f | sed 's|^\.||' | grep -vE \
-        "^(/usr/sbin/tpmguard|$plugin|/etc/tpmguard/tpmguard.conf|/usr/share/(man|doc|bash-completion|initramfs-tools)/.*|/usr/lib/dracut/modules.d/90tpmguard/.*|/(usr/)?lib/systemd/system/.*|/usr/libexec/tpmguard/.*)$")
+        "^(/usr/sbin/tpmguard|$plugin|/etc/tpmguard/tpmguard.conf|/usr/share/(man|doc|bash-completion|initramfs-tools)/.*|/usr/share/tpmguard/ek-ca/(roots.pem|intermediates.pem|MANIFEST|LICENSE)|/usr/lib/dracut/modules.d/90tpmguard/.*|/(usr/)?lib/systemd/system/.*|/usr/libexec/tpmguard/.*)$")
 [ -n "$unexpected" ] && echo "# unexpected: $unexpected"
 check "no file outside the expected places" test -z "$unexpected"
 

@@ -60,7 +60,8 @@ static void test_all_keys(void **state) {
 static void test_get(void **state) {
         static const char *keys[] = { "tcti", "state_dir", "null_name_path", "ek_ca", "cache_dir",
                                       "kernel_null_name", "pcr_bank", "pcrs", "da_max_tries",
-                                      "da_recovery_time", "da_lockout_recovery", "allow_no_pin", "pin_min_length" };
+                                      "da_recovery_time", "da_lockout_recovery", "allow_no_pin", "pin_min_length",
+                                      "allow_unextended_pcrs" };
         _cleanup_config_ tg_config *c = NULL, *again = NULL;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;

@@ -136,7 +136,7 @@ static void test_conf_as_shipped(void **state) {
         assert_string_equal(shipped->tcti, defaults->tcti);
         assert_string_equal(shipped->state_dir, defaults->state_dir);
         assert_string_equal(shipped->cache_dir, defaults->cache_dir);
-        assert_null(shipped->ek_ca);
+        assert_string_equal(shipped->ek_ca, defaults->ek_ca);
         assert_null(shipped->null_name_path);
         assert_int_equal(shipped->kernel_null_name, defaults->kernel_null_name);
         assert_int_equal(shipped->pcr_bank, defaults->pcr_bank);
@@ -146,6 +146,7 @@ static void test_conf_as_shipped(void **state) {
         assert_int_equal(shipped->da_lockout_recovery, defaults->da_lockout_recovery);
         assert_int_equal(shipped->allow_no_pin, defaults->allow_no_pin);
         assert_int_equal(shipped->pin_min_length, defaults->pin_min_length);
+        assert_int_equal(shipped->allow_unextended_pcrs, defaults->allow_unextended_pcrs);
         free(text);
 }
 
@@ -153,7 +154,7 @@ static void test_conf_uncommented(void **state) {
         static const char *const settings[] = {
                 "tcti", "kernel_null_name", "null_name_path", "ek_ca", "state_dir", "cache_dir", "pcr_bank", "pcrs",
                 "da_max_tries", "da_recovery_time", "da_lockout_recovery",
-                "allow_no_pin", "pin_min_length",
+                "allow_no_pin", "pin_min_length", "allow_unextended_pcrs",
         };
         _cleanup_config_ tg_config *all = NULL, *defaults = NULL;
         char *text = read_text(conf_path), *out = calloc(1, strlen(text) + 1), *save = NULL;
@@ -183,7 +184,8 @@ static void test_conf_uncommented(void **state) {
 
         assert_int_equal(tg_config_parse(out, "uncommented", &all), 0);
         assert_int_equal(tg_config_parse("", "defaults", &defaults), 0);
-        /* The values shown are the defaults, except ek_ca and null_name_path, which have none. */
+        /* The values shown are the defaults, except null_name_path, which has none. */
+        assert_string_equal(all->ek_ca, defaults->ek_ca);
         assert_string_equal(all->tcti, defaults->tcti);
         assert_string_equal(all->state_dir, defaults->state_dir);
         assert_string_equal(all->cache_dir, defaults->cache_dir);
@@ -195,6 +197,7 @@ static void test_conf_uncommented(void **state) {
         assert_int_equal(all->da_lockout_recovery, defaults->da_lockout_recovery);
         assert_int_equal(all->allow_no_pin, defaults->allow_no_pin);
         assert_int_equal(all->pin_min_length, defaults->pin_min_length);
+        assert_int_equal(all->allow_unextended_pcrs, defaults->allow_unextended_pcrs);
         free(out);
         free(text);
 }
