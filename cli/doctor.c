@@ -24,6 +24,7 @@
 #include "ek.h"
 #include "error.h"
 #include "log.h"
+#include "lockout.h"
 #include "luks.h"
 #include "nullname.h"
 #include "pinned.h"
@@ -408,6 +409,68 @@ static void check_da(doctor *d, tg_tpm *tpm) {
                   da.max_failures, da.recovery_seconds);
 }
 
+/*
+ * The lockout hierarchy and the DA parameters: the PIN is the last line of
+ * defence against the attacks no verification sees (forged firmware PCR
+ * extends, a reset through the TPM's reset line from the attacker's own OS),
+ * and it holds only if nobody else can reset the DA counter and the TPM
+ * allows few guesses. Read over the unverified TPM: a report, not a decision.
+ */
+static void check_lockout(doctor *d, tg_tpm *tpm) {
+        _cleanup_secret_ tg_secret *stored = NULL;
+        tg_lockout_state st;
+        tg_doctor_check *c;
+        bool held;
+        int r;
+
+        capture_begin(d);
+        r = tg_lockout_read_state(tpm->esys, ESYS_TR_NONE, &st);
+        capture_end();
+        if (r < 0) {
+                c = add_check(d, "lockout", NULL, TG_DOCTOR_PROBLEM, r, "The TPM did not report its lockout state.");
+                set_next_for_error(d, c, r);
+                return;
+        }
+        capture_begin(d);
+        r = tg_lockout_auth_load(d->config->state_dir, &stored);
+        capture_end();
+        held = r >= 0;
+        if (r < 0 && r != -TG_ERR_NOT_FOUND) {
+                c = add_check(d, "lockout", d->config->state_dir, TG_DOCTOR_PROBLEM, r,
+                              "The stored lockout password cannot be used.");
+                set_next(d, c, "Fix the file named above (root-only, mode 0400), then run 'tpmguard lockout setup'.");
+        } else if (!st.lockout_auth_set) {
+                c = add_check(d, "lockout", NULL, TG_DOCTOR_PROBLEM, -TG_ERR_NOT_PROVISIONED,
+                              "The TPM's lockout hierarchy has no password: anyone, from any OS on this machine, "
+                              "can reset the dictionary-attack counter and guess PINs without limit.");
+                set_next(d, c, "Run 'tpmguard lockout setup' (or 'tpmguard provision'): it sets a random lockout "
+                         "password, stored root-only in %s.", d->config->state_dir);
+        } else if (!held)
+                add_check(d, "lockout", NULL, TG_DOCTOR_WARNING, 0,
+                          "The TPM's lockout hierarchy has a password that tpmguard does not hold (set by another "
+                          "owner): 'tpmguard lockout-reset' cannot reset the DA counter after a lockout.");
+        else
+                add_check(d, "lockout", d->config->state_dir, TG_DOCTOR_OK, 0,
+                          "The TPM's lockout hierarchy has a password, held by tpmguard.");
+
+        if (tg_lockout_params_weaker(&st, d->config)) {
+                c = add_check(d, "da-parameters", NULL, TG_DOCTOR_PROBLEM, -TG_ERR_NOT_PROVISIONED,
+                              "The TPM's DA parameters allow fast PIN guessing: %u tries, one forgiven every %u s%s, "
+                              "%u s after a wrong lockout password (configured: %u, %u s, %u s).",
+                              st.max_tries, st.recovery_time, st.recovery_time == 0 ? " (DA protection off)" : "",
+                              st.lockout_recovery, d->config->da_max_tries, d->config->da_recovery_time,
+                              d->config->da_lockout_recovery);
+                if (!st.lockout_auth_set || held)
+                        set_next(d, c, "Run 'tpmguard lockout setup'.");
+                else
+                        set_next(d, c, "Run 'tpmguard lockout setup --lockout-auth-file F' with the lockout password "
+                                 "of the TPM's other owner, or ask that owner to set them.");
+        } else
+                add_check(d, "da-parameters", NULL, TG_DOCTOR_OK, 0,
+                          "DA parameters: lockout after %u failures, one forgiven every %u s, %u s after a wrong "
+                          "lockout password.", st.max_tries, st.recovery_time, st.lockout_recovery);
+}
+
 static void check_provisioning(doctor *d) {
         _cleanup_free_ char *name_hex = NULL, *path = NULL;
         tg_doctor_check *c;
@@ -545,6 +608,7 @@ static void check_tpm(doctor *d) {
         add_check(d, "tpm", d->config->tcti, TG_DOCTOR_OK, 0, "A TPM 2.0 answers: %s.", identity);
 
         check_da(d, tpm);
+        check_lockout(d, tpm);
         check_provisioning(d);
         check_ek_certificate(d, tpm);
         /* tpm is closed here: verification opens its own connection (an emulator takes one at a time). */

@@ -22,6 +22,9 @@
  *   kernel          null_name exported (kernel >= 6.10, CONFIG_TCG_TPM2_HMAC)
  *   tpm             the TPM answers on the configured TCTI
  *   da-lockout      dictionary-attack counter and lockout
+ *   lockout         the lockout hierarchy has a password, held by tpmguard
+ *   da-parameters   the TPM's DA parameters allow no more guessing than
+ *                   tpmguard.conf's da_* settings
  *   provisioning    the pinned EK signing key loads
  *   ek-certificate  the EK certificate in NV is the one proven at provisioning
  *                   and still chains to ek_ca (when ek_ca is configured)

@@ -10,6 +10,7 @@
 #include "error.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "lockout.h"
 #include "luks.h"
 #include "nullname.h"
 #include "pinned.h"
@@ -45,6 +46,8 @@ static json_object *status_tpm(const tg_config *config, tg_verified_tpm **ret_v)
         tg_pinned_key pinned;
         TPM2B_NAME kernel_name;
         tg_da_state da;
+        tg_lockout_state lockout = {};
+        _cleanup_secret_ tg_secret *held = NULL;
         int r, da_r = -TG_ERR_TPM_UNREACHABLE;
 
         if (!o)
@@ -72,6 +75,15 @@ static json_object *status_tpm(const tg_config *config, tg_verified_tpm **ret_v)
                 json_object_object_add(da_json, "max_failures", json_object_new_int64(da.max_failures));
                 json_object_object_add(da_json, "recovery_seconds", json_object_new_int64(da.recovery_seconds));
                 json_object_object_add(da_json, "lockout_recovery_seconds", json_object_new_int64(da.lockout_recovery_seconds));
+                /* Who can reset the counter: nobody without the password, unless it is empty. */
+                if (tg_lockout_read_state(*ret_v ? tg_vtpm_esys(*ret_v) : tpm->esys, ESYS_TR_NONE, &lockout) >= 0) {
+                        json_object_object_add(da_json, "lockout_auth_set",
+                                               json_object_new_boolean(lockout.lockout_auth_set));
+                        json_object_object_add(da_json, "weaker_than_configured",
+                                               json_object_new_boolean(tg_lockout_params_weaker(&lockout, config)));
+                }
+                json_object_object_add(da_json, "lockout_auth_held",
+                                       json_object_new_boolean(tg_lockout_auth_load(config->state_dir, &held) >= 0));
         }
         json_object_object_add(o, "dictionary_attack", da_json);
         return o;
@@ -317,9 +329,20 @@ void tg_status_print(json_object *s, FILE *f) {
                 json_object_object_get_ex(da, "failures", &fails);
                 json_object_object_get_ex(da, "max_failures", &max);
                 json_object_object_get_ex(da, "recovery_seconds", &rec);
+                json_object *set = NULL, *held = NULL, *weaker = NULL;
                 fprintf(f, "DA: %s, %d of %d failures, one forgiven every %d s\n",
                         json_object_get_boolean(lock) ? "IN LOCKOUT" : "not locked out",
                         json_object_get_int(fails), json_object_get_int(max), json_object_get_int(rec));
+                if (json_object_object_get_ex(da, "lockout_auth_set", &set)) {
+                        json_object_object_get_ex(da, "lockout_auth_held", &held);
+                        json_object_object_get_ex(da, "weaker_than_configured", &weaker);
+                        fprintf(f, "Lockout password: %s%s\n",
+                                !json_object_get_boolean(set) ? "NONE: anyone can reset the DA counter "
+                                                                "(run 'tpmguard lockout setup')"
+                                : json_object_get_boolean(held) ? "set, held by tpmguard"
+                                                                : "set by another owner",
+                                json_object_get_boolean(weaker) ? "; DA parameters weaker than tpmguard.conf's" : "");
+                }
         } else
                 fprintf(f, "DA: unknown (TPM unreachable)\n");
 }

@@ -17,6 +17,7 @@
 #include "error.h"
 #include "json-util.h"
 #include "lifecycle.h"
+#include "lockout.h"
 #include "log.h"
 #include "pin.h"
 #include "prompt.h"
@@ -45,6 +46,7 @@ typedef struct cli {
         const char *output_dir;
         const char *endorsement_auth_file;
         const char *owner_auth_file;
+        const char *lockout_auth_file;
         const char *pin_file;
         bool no_pin;
         const char *unlock_key_file;
@@ -75,7 +77,7 @@ enum {
         OPT_RECORD, OPT_EK_CERT, OPT_EK_CA, OPT_EK_INTERMEDIATES, OPT_OUTPUT, OPT_EAUTH, OPT_OWNER_AUTH,
         OPT_PIN_FILE, OPT_NO_PIN, OPT_UNLOCK_KEY_FILE, OPT_SECRET_FILE, OPT_PCRS, OPT_PCR_BANK, OPT_PCR,
         OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_ACCEPT_TOKEN_POLICY,
-        OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME,
+        OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
         _OPT_MAX,
 };
 
@@ -120,13 +122,15 @@ static const struct option_doc {
         [OPT_ITER_TIME]        = { "iter-time", 0, "MS", "argon2id time for the new keyslot (default 2000, cryptsetup's)" },
         [OPT_ACCEPT_TOKEN_POLICY] = { "accept-token-policy", 0, NULL,
                                       "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)" },
+        [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)" },
 };
 
 /* Options every command takes. */
 #define OPTS_GENERAL ((1ull << OPT_CONFIG) | (1ull << OPT_TCTI) | (1ull << OPT_VERBOSE) | (1ull << OPT_QUIET) | \
                       (1ull << OPT_HELP) | (1ull << OPT_VERSION))
 #define O(x) (1ull << OPT_##x)
-#define OPTS_SEAL (O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(OWNER_AUTH) | O(ALLOW_UNEXTENDED))
+#define OPTS_SEAL (O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(OWNER_AUTH) | O(EAUTH) | \
+                   O(ALLOW_UNEXTENDED))
 
 typedef struct cli_command {
         const char *name;
@@ -238,9 +242,94 @@ static int read_optional_secret(const char *file, const char *prompt, tg_secret 
         return tg_pin_read(file, prompt, false, ret);
 }
 
+/* --lockout-auth-file: tpmguard's 64-hex-digit format, or another owner's password byte for byte. */
+static int read_lockout_auth(const cli *c, tg_secret **ret) {
+        _cleanup_secret_ tg_secret *text = NULL;
+        int r;
+
+        *ret = NULL;
+        if (!c->lockout_auth_file)
+                return 0;
+        r = tg_pin_read(c->lockout_auth_file, "Lockout hierarchy password: ", false, &text);
+        if (r < 0)
+                return r;
+        return tg_lockout_auth_from_text(text, ret);
+}
+
+static const char *lockout_ownership_string(tg_lockout_ownership o) {
+        switch (o) {
+        case TG_LOCKOUT_TAKEN: return "taken";
+        case TG_LOCKOUT_HELD: return "held";
+        case TG_LOCKOUT_FOREIGN: return "foreign";
+        }
+        return "unknown";
+}
+
+static json_object *lockout_state_json(const tg_lockout_state *st) {
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "lockout_auth_set", json_object_new_boolean(st->lockout_auth_set));
+        json_object_object_add(o, "in_lockout", json_object_new_boolean(st->in_lockout));
+        json_object_object_add(o, "failures", json_object_new_int64(st->failures));
+        json_object_object_add(o, "max_tries", json_object_new_int64(st->max_tries));
+        json_object_object_add(o, "recovery_time", json_object_new_int64(st->recovery_time));
+        json_object_object_add(o, "lockout_recovery", json_object_new_int64(st->lockout_recovery));
+        return o;
+}
+
+/* What provision and lockout setup did to the lockout hierarchy, for people. */
+static int lockout_result_print(const tg_lockout_result *res, const char *state_dir) {
+        _cleanup_secret_ tg_secret *auth = NULL;
+        _cleanup_free_ char *hex = NULL;
+        int r;
+
+        switch (res->ownership) {
+        case TG_LOCKOUT_TAKEN:
+                /* Printed once, for the owner's recovery records: the only other copy is root's file. */
+                r = tg_lockout_auth_load(state_dir, &auth);
+                if (r < 0)
+                        return r;
+                r = tg_hex_encode(auth->data, auth->size, &hex);
+                if (r < 0)
+                        return r;
+                printf("  took the TPM's lockout hierarchy (it had no password); its new password is in %s/%s:\n"
+                       "    %s\n"
+                       "  Keep it with your recovery records ('tpmguard lockout export' prints it again).\n",
+                       state_dir, TG_LOCKOUT_FILE_NAME, hex);
+                explicit_bzero(hex, strlen(hex));
+                break;
+        case TG_LOCKOUT_HELD:
+                printf("  lockout hierarchy: tpmguard holds its password (%s/%s)\n", state_dir, TG_LOCKOUT_FILE_NAME);
+                break;
+        case TG_LOCKOUT_FOREIGN:
+                printf("  lockout hierarchy: its password was set by another owner and is unknown to tpmguard; the\n"
+                       "  DA parameters were left as they are (give --lockout-auth-file F to set them)\n");
+                break;
+        }
+        if (res->params_set)
+                printf("  DA parameters: lockout after %u failures, one forgiven every %u s, %u s after a wrong "
+                       "lockout password\n", res->state.max_tries, res->state.recovery_time,
+                       res->state.lockout_recovery);
+        return 0;
+}
+
+static json_object *lockout_result_json(const tg_lockout_result *res) {
+        json_object *o = json_object_new_object();
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "ownership", json_object_new_string(lockout_ownership_string(res->ownership)));
+        json_object_object_add(o, "params_set", json_object_new_boolean(res->params_set));
+        json_object_object_add(o, "state", lockout_state_json(&res->state));
+        return o;
+}
+
 static int cmd_provision(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
-        _cleanup_secret_ tg_secret *eauth = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
+        tg_lockout_result lockout = {};
         tg_pinned_key pinned;
         tg_provision_options o = {
                 .ek_cert_file = c->ek_cert,
@@ -258,8 +347,16 @@ static int cmd_provision(const cli *c) {
         if (r < 0)
                 return r;
         o.endorsement_auth = eauth;
+        r = read_lockout_auth(c, &lauth);
+        if (r < 0)
+                return r;
+        o.lockout_auth = lauth;
 
-        r = tg_provision(config, &o, &pinned);
+        pinned = (tg_pinned_key) {};
+        r = tg_provision(config, &o, &pinned, &lockout);
+        if (r < 0 && pinned.name.size > 0)
+                return log_error_rc(r, "Provisioning did not finish: %s. The EK signing key is pinned; run "
+                                    "'tpmguard lockout setup' once the cause above is fixed.", tg_err_str(r));
         if (r < 0)
                 return log_error_rc(r, "Provisioning failed: %s. Nothing was pinned; fix the cause above and run "
                                     "'tpmguard provision' again.", tg_err_str(r));
@@ -281,9 +378,11 @@ static int cmd_provision(const cli *c) {
                 json_object_object_add(o_json, "ek_anchor_sha256", json_object_new_string(pinned.ek_anchor_sha256));
                 json_object_object_add(o_json, "state_dir",
                                        json_object_new_string(c->output_dir ?: config->state_dir));
+                /* No password here: JSON ends up in logs. 'tpmguard lockout export' prints it. */
+                json_object_object_add(o_json, "lockout", lockout_result_json(&lockout));
                 printf("%s\n", json_object_to_json_string_ext(o_json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
-        } else
+        } else {
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
                        "  anchored by the %s root CA with SHA-256 %s\n"
@@ -291,6 +390,104 @@ static int cmd_provision(const cli *c) {
                        name_hex, pinned.ek_cert_sha256, pinned.ek_template, pinned.ek_cert_issuer,
                        pinned.ek_anchor_vendor, pinned.ek_anchor_sha256,
                        c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME);
+                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* tpmguard lockout setup|export */
+static int cmd_lockout(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        tg_lockout_result res;
+        int r;
+
+        if (c->n_args != 1 || (strcmp(c->args[0], "setup") != 0 && strcmp(c->args[0], "export") != 0))
+                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard lockout setup|export");
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+
+        if (strcmp(c->args[0], "export") == 0) {
+                _cleanup_free_ char *hex = NULL;
+
+                if (c->json || c->lockout_auth_file || c->endorsement_auth_file)
+                        return log_error_rc(-TG_ERR_INVALID, "lockout export takes no options.");
+                r = tg_lockout_auth_load(config->state_dir, &lauth);
+                if (r == -TG_ERR_NOT_FOUND)
+                        return log_error_rc(r, "tpmguard holds no lockout password (%s/%s): the TPM's lockout "
+                                            "hierarchy was never taken by 'tpmguard provision'.", config->state_dir,
+                                            TG_LOCKOUT_FILE_NAME);
+                if (r < 0)
+                        return r;
+                r = tg_hex_encode(lauth->data, lauth->size, &hex);
+                if (r < 0)
+                        return r;
+                printf("%s\n", hex);
+                explicit_bzero(hex, strlen(hex));
+                return 0;
+        }
+
+        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        r = read_lockout_auth(c, &lauth);
+        if (r < 0)
+                return r;
+        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = eauth }, NULL, &v);
+        if (r < 0)
+                return r;
+        r = tg_lockout_setup(v, config, config->state_dir, lauth, &res);
+        if (r < 0)
+                return r;
+        if (c->json) {
+                _cleanup_(json_object_putp) json_object *o = lockout_result_json(&res);
+                if (!o)
+                        return -TG_ERR_NOMEM;
+                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_printed = true;
+                return 0;
+        }
+        printf("Lockout hierarchy set up.\n");
+        return lockout_result_print(&res, config->state_dir);
+}
+
+static int cmd_lockout_reset(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        tg_lockout_state st;
+        int r;
+
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        r = read_lockout_auth(c, &lauth);
+        if (r < 0)
+                return r;
+        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = eauth }, NULL, &v);
+        if (r < 0)
+                return r;
+        r = tg_lockout_reset(v, config->state_dir, lauth, &st);
+        if (r < 0)
+                return log_error_rc(r, "The DA counter was not reset: %s.", tg_err_str(r));
+        if (c->json) {
+                _cleanup_(json_object_putp) json_object *o = lockout_state_json(&st);
+                if (!o)
+                        return -TG_ERR_NOMEM;
+                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_printed = true;
+        } else
+                printf("DA counter reset: %u of %u failures, %s.\n", st.failures, st.max_tries,
+                       st.in_lockout ? "still in lockout" : "not in lockout");
         return 0;
 }
 
@@ -464,7 +661,7 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
 
 static int cmd_enroll(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
-        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL;
         tg_enroll_options o = { .keyslot = c->keyslot };
         tg_pcr_values explicit_values;
         char pcrs[96];
@@ -484,6 +681,10 @@ static int cmd_enroll(const cli *c) {
         r = seal_params_from_cli(c, config, &o.seal, &explicit_values, &pin, &owner);
         if (r < 0)
                 return r;
+        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o.endorsement_auth = eauth;
 
         r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
         if (r == -TG_ERR_AUTH_NEEDED && !owner && isatty(STDIN_FILENO)) {
@@ -504,7 +705,7 @@ static int cmd_enroll(const cli *c) {
 
 static int cmd_seal(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
-        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *secret = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *secret = NULL, *eauth = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_free_ char *json = NULL;
         tg_seal_params p;
@@ -524,7 +725,10 @@ static int cmd_seal(const cli *c) {
         r = seal_params_from_cli(c, config, &p, &explicit_values, &pin, &owner);
         if (r < 0)
                 return r;
-        r = tg_verify(config, NULL, &report, &v);
+        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = eauth }, &report, &v);
         if (r < 0)
                 return r;
         r = tg_seal(v, &p, secret, &token);
@@ -985,8 +1189,8 @@ static int cmd_status(const cli *c) {
 static int cmd_help(const cli *c);
 
 static const cli_command commands[] = {
-        { "provision", "", "Pin the EK signing key after proving it against the EK certificate",
-          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(JSON), cmd_provision },
+        { "provision", "", "Pin the EK signing key after proving it against the EK certificate; take the lockout hierarchy",
+          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), cmd_provision },
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
           O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), cmd_verify },
         { "enroll", "DEV", "Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token",
@@ -1012,6 +1216,10 @@ static const cli_command commands[] = {
         { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, cmd_cleanup },
         { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
           O(UNLOCK_KEY_FILE), cmd_bind },
+        { "lockout", "setup|export", "Take the lockout hierarchy and set the DA parameters; print its password",
+          O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), cmd_lockout },
+        { "lockout-reset", "", "Reset the TPM's dictionary-attack counter (needs the lockout password)",
+          O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), cmd_lockout_reset },
         { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, cmd_config },
         { "help", "[COMMAND]", "Show this help, or one command's", 0, cmd_help },
 };
@@ -1185,6 +1393,7 @@ int main(int argc, char *argv[]) {
                         break;
                 }
                 case OPT_ACCEPT_TOKEN_POLICY: c.accept_token_policy = true; break;
+                case OPT_LOCKOUT_AUTH: c.lockout_auth_file = optarg; break;
                 case OPT_ALLOW_UNEXTENDED: c.allow_unextended = true; break;
                 default: assert(false); return tg_err_exit_code(-TG_ERR_INVALID);
                 }

@@ -2,6 +2,7 @@
 #include <assert.h>
 #include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <tss2/tss2_tpm2_types.h>
 
 #include "config.h"
@@ -135,9 +136,25 @@ static int config_defaults(tg_config **ret) {
         c->kernel_null_name = TG_NULL_NAME_PREFER;
         c->pcr_bank = TPM2_ALG_SHA256;
         c->pcr_mask = UINT32_C(1) << 7;
+        c->da_max_tries = TG_DA_MAX_TRIES;
+        c->da_recovery_time = TG_DA_RECOVERY_TIME;
+        c->da_lockout_recovery = TG_DA_LOCKOUT_RECOVERY;
         c->allow_no_pin = false;
         c->pin_min_length = TG_PIN_MIN_LENGTH_DEFAULT;
         *ret = TAKE_PTR(c);
+        return 0;
+}
+
+static int parse_u32(const char *origin, unsigned line, const char *key, const char *value, uint32_t *ret) {
+        unsigned long long n;
+        char *end;
+
+        errno = 0;
+        n = strtoull(value, &end, 10);
+        if (!isdigit((unsigned char) *value) || *end != '\0' || errno != 0 || n > UINT32_MAX)
+                return log_error_rc(-TG_ERR_CONFIG, "%s:%u: %s must be a number 0..4294967295, not \"%s\".",
+                                    origin, line, key, value);
+        *ret = (uint32_t) n;
         return 0;
 }
 
@@ -177,6 +194,12 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
                                             origin, line, value);
                 return 0;
         }
+        if (strcmp(key, "da_max_tries") == 0)
+                return parse_u32(origin, line, key, value, &c->da_max_tries);
+        if (strcmp(key, "da_recovery_time") == 0)
+                return parse_u32(origin, line, key, value, &c->da_recovery_time);
+        if (strcmp(key, "da_lockout_recovery") == 0)
+                return parse_u32(origin, line, key, value, &c->da_lockout_recovery);
         if (strcmp(key, "allow_no_pin") == 0 || strcmp(key, "allow_unextended_pcrs") == 0) {
                 bool *b = strcmp(key, "allow_no_pin") == 0 ? &c->allow_no_pin : &c->allow_unextended_pcrs;
                 if (strcmp(value, "yes") == 0)
@@ -227,6 +250,15 @@ int tg_config_get(const tg_config *c, const char *key, char **ret) {
                 s = tg_pcr_bank_to_string(c->pcr_bank);
         else if (strcmp(key, "pcrs") == 0) {
                 tg_pcr_list_format(c->pcr_mask, buf, sizeof buf);
+                s = buf;
+        } else if (strcmp(key, "da_max_tries") == 0) {
+                snprintf(buf, sizeof buf, "%" PRIu32, c->da_max_tries);
+                s = buf;
+        } else if (strcmp(key, "da_recovery_time") == 0) {
+                snprintf(buf, sizeof buf, "%" PRIu32, c->da_recovery_time);
+                s = buf;
+        } else if (strcmp(key, "da_lockout_recovery") == 0) {
+                snprintf(buf, sizeof buf, "%" PRIu32, c->da_lockout_recovery);
                 s = buf;
         } else if (strcmp(key, "allow_no_pin") == 0)
                 s = c->allow_no_pin ? "yes" : "no";

@@ -28,6 +28,10 @@ typedef struct tg_config {
         tg_null_name_policy kernel_null_name;
         uint16_t pcr_bank;     /* TPM2_ALG_SHA256 by default */
         uint32_t pcr_mask;     /* bit N = PCR N; PCR 7 by default */
+        /* TPM2_DictionaryAttackParameters that 'tpmguard provision' and 'lockout setup' set. */
+        uint32_t da_max_tries;        /* failures before lockout; default TG_DA_MAX_TRIES */
+        uint32_t da_recovery_time;    /* seconds after which one failure is forgiven; TG_DA_RECOVERY_TIME */
+        uint32_t da_lockout_recovery; /* seconds after a failed lockout authorization; TG_DA_LOCKOUT_RECOVERY */
         bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: issue 14 §3) */
         bool allow_unextended_pcrs; /* seal to PCRs at their reset value (default no) */
         unsigned pin_min_length; /* shortest new PIN accepted (default TG_PIN_MIN_LENGTH_DEFAULT) */
@@ -35,6 +39,16 @@ typedef struct tg_config {
          * over a token whose policy is weaker than this configuration. */
         bool accept_token_policy;
 } tg_config;
+
+/*
+ * The DA defaults: what canonical/secboot sets on TPMs it provisions, and
+ * Windows on TPM 2.0 before 1607 (since then it forgives one failure every
+ * 10 minutes). 32 tries then one every 2 hours is about 4,400 guesses a
+ * year; 10 minutes would be 52,000. See docs/design.md, "Lockout".
+ */
+#define TG_DA_MAX_TRIES 32
+#define TG_DA_RECOVERY_TIME 7200
+#define TG_DA_LOCKOUT_RECOVERY 86400
 
 /*
  * BitLocker's default minimum PIN (Windows 10 1703 and later) is 6 digits;

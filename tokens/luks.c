@@ -153,7 +153,7 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
                 return r;
 
         /* First the TPM: nothing is written to the header of a volume we cannot seal for. */
-        r = tg_verify(config, NULL, &report, &v);
+        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = options->endorsement_auth }, &report, &v);
         if (r < 0)
                 return r;
 

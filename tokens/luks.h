@@ -87,6 +87,7 @@ int tg_keyslot_secret_new(tg_secret **ret);
 typedef struct tg_enroll_options {
         tg_seal_params seal;
         int keyslot;                    /* CRYPT_ANY_SLOT or a slot number */
+        const tg_secret *endorsement_auth; /* for the verification; NULL: empty */
 } tg_enroll_options;
 
 /*

@@ -1093,8 +1093,8 @@ static bool rc_is_auth_failure(TSS2_RC rc) {
 static int endorsement_rc(TSS2_RC rc, const char *operation) {
         if (rc_is_auth_failure(rc))
                 return log_error_rc(-TG_ERR_AUTH_NEEDED,
-                                    "%s: the endorsement hierarchy has a password. Give it to tpmguard (it is never "
-                                    "stored) or clear it, then retry.", operation);
+                                    "%s: the endorsement hierarchy has a password. Give it with "
+                                    "--endorsement-auth-file (it is never stored), then retry.", operation);
         return tg_tpm_rc(rc, operation);
 }
 
@@ -1151,12 +1151,15 @@ static uint16_t nv_buffer_max(tg_tpm *tpm) {
         return 512; /* every TPM 2.0 supports at least this much */
 }
 
-static int nv_read(tg_tpm *tpm, uint32_t index, size_t max_size, uint8_t **ret, size_t *ret_size) {
+/* owner_session: authorizes an owner-read index (a session salted to a trusted key; the owner password is never
+ * sent in clear). An index that authorizes its own read (TPMA_NV_AUTHREAD, empty auth value) needs none. */
+static int nv_read(tg_tpm *tpm, ESYS_TR owner_session, uint32_t index, size_t max_size, uint8_t **ret,
+                   size_t *ret_size) {
         _cleanup_handle_ tg_handle nv = { .esys = tpm->esys, .tr = ESYS_TR_NONE, .close_only = true };
         _cleanup_esys_ TPM2B_NV_PUBLIC *pub = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
         uint16_t chunk = nv_buffer_max(tpm), size;
-        ESYS_TR auth;
+        ESYS_TR auth, session = ESYS_TR_PASSWORD;
         TSS2_RC rc;
 
         rc = Esys_TR_FromTPMPublic(tpm->esys, index, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &nv.tr);
@@ -1176,9 +1179,10 @@ static int nv_read(tg_tpm *tpm, uint32_t index, size_t max_size, uint8_t **ret, 
          */
         if (pub->nvPublic.attributes & TPMA_NV_AUTHREAD)
                 auth = nv.tr;
-        else if (pub->nvPublic.attributes & TPMA_NV_OWNERREAD)
+        else if (pub->nvPublic.attributes & TPMA_NV_OWNERREAD) {
                 auth = ESYS_TR_RH_OWNER;
-        else
+                session = owner_session;
+        } else
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "The EK certificate NV index 0x%08x is readable neither with its own nor with "
                                     "owner authorization.", index);
@@ -1188,7 +1192,7 @@ static int nv_read(tg_tpm *tpm, uint32_t index, size_t max_size, uint8_t **ret, 
         for (uint16_t off = 0; off < size;) {
                 _cleanup_esys_ TPM2B_MAX_NV_BUFFER *data = NULL;
                 uint16_t want = size - off < chunk ? size - off : chunk;
-                rc = Esys_NV_Read(tpm->esys, auth, nv.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                rc = Esys_NV_Read(tpm->esys, auth, nv.tr, session, ESYS_TR_NONE, ESYS_TR_NONE,
                                   want, off, &data);
                 if (rc != TSS2_RC_SUCCESS)
                         return tg_tpm_rc(rc, "NV_Read(EK certificate)");
@@ -1285,7 +1289,9 @@ int tg_ek_trust_add_nv_chain(tg_ek_trust *t, tg_tpm *tpm) {
                 _cleanup_free_ uint8_t *buf = NULL;
                 size_t size = 0;
 
-                r = nv_read(tpm, indices[i], EK_CHAIN_MAX_SIZE, &buf, &size);
+                /* Chain indices authorize their own read; an owner-read one gets the empty owner password,
+                 * as no owner password is ever given to provisioning or doctor. */
+                r = nv_read(tpm, ESYS_TR_PASSWORD, indices[i], EK_CHAIN_MAX_SIZE, &buf, &size);
                 if (r == -TG_ERR_NOMEM || r == -TG_ERR_TPM_UNREACHABLE)
                         return r;
                 if (r < 0) {
@@ -1307,7 +1313,9 @@ int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret) {
         size_t size;
         int r;
 
-        r = nv_read(tpm, nv_index, EK_CERT_MAX_SIZE, &buf, &size);
+        /* doctor's re-check: no owner password is given to it, so an owner-read index is read with the
+         * empty one (nothing to protect). */
+        r = nv_read(tpm, ESYS_TR_PASSWORD, nv_index, EK_CERT_MAX_SIZE, &buf, &size);
         if (r < 0)
                 return r;
         return tg_ek_cert_parse(buf, size, ret);
@@ -1317,8 +1325,8 @@ int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret) {
  * CreatePrimary(endorsement, template) and compare with the certified key.
  * Returns 0 with the EK loaded in ret_ek, -TG_ERR_EK_CERT on a key mismatch.
  */
-static int ek_create_matching(tg_tpm *tpm, const tg_ek_template *t, EVP_PKEY *cert_key, tg_handle *ret_ek,
-                              TPM2B_PUBLIC *ret_public) {
+static int ek_create_matching(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_template *t, EVP_PKEY *cert_key,
+                              tg_handle *ret_ek, TPM2B_PUBLIC *ret_public) {
         _cleanup_handle_ tg_handle ek = { .esys = tpm->esys, .tr = ESYS_TR_NONE };
         _cleanup_esys_ TPM2B_PUBLIC *out = NULL;
         TPM2B_SENSITIVE_CREATE sensitive = {};
@@ -1331,7 +1339,7 @@ static int ek_create_matching(tg_tpm *tpm, const tg_ek_template *t, EVP_PKEY *ce
         r = tg_ek_template_public(t, &in);
         if (r < 0)
                 return r;
-        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT, auth_session, ESYS_TR_NONE, ESYS_TR_NONE,
                                 &sensitive, &in, &outside, &pcrs, &ek.tr, &out, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS)
                 return endorsement_rc(rc, "CreatePrimary(EK)");
@@ -1366,8 +1374,8 @@ static void ek_candidate_done(ek_candidate *c) {
 }
 
 /* Verifies cert and finds the template (among those allowed for nv_index, 0 = any) that re-creates its key. */
-static int ek_candidate_try(tg_tpm *tpm, const tg_ek_trust *trust, X509 *cert, uint32_t nv_index,
-                            const char *origin, ek_candidate *ret) {
+static int ek_candidate_try(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_trust *trust, X509 *cert,
+                            uint32_t nv_index, const char *origin, ek_candidate *ret) {
         _cleanup_(tg_ek_anchor_done) tg_ek_anchor anchor = {};
         EVP_PKEY *key;
         int r;
@@ -1385,7 +1393,7 @@ static int ek_candidate_try(tg_tpm *tpm, const tg_ek_trust *trust, X509 *cert, u
                 if ((nv_index != 0 && t->nv_index != nv_index) || !tg_ek_template_fits_key(t, key))
                         continue;
                 fits_any = true;
-                r = ek_create_matching(tpm, t, key, &ret->ek, &ret->ek_public);
+                r = ek_create_matching(tpm, auth_session, t, key, &ret->ek, &ret->ek_public);
                 if (r == -TG_ERR_EK_CERT)
                         continue;
                 if (r < 0)
@@ -1407,8 +1415,8 @@ static int ek_candidate_try(tg_tpm *tpm, const tg_ek_trust *trust, X509 *cert, u
                             "another public key. Use this TPM's own EK certificate.", origin);
 }
 
-static int ek_candidate_from_file(tg_tpm *tpm, const tg_ek_trust *trust, const char *cert_file,
-                                  ek_candidate *ret) {
+static int ek_candidate_from_file(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_trust *trust,
+                                  const char *cert_file, ek_candidate *ret) {
         _cleanup_free_ uint8_t *buf = NULL;
         _cleanup_(X509_freep) X509 *cert = NULL;
         size_t size = 0;
@@ -1421,10 +1429,10 @@ static int ek_candidate_from_file(tg_tpm *tpm, const tg_ek_trust *trust, const c
         r = tg_ek_cert_parse(buf, size, &cert);
         if (r < 0)
                 return r;
-        return ek_candidate_try(tpm, trust, cert, 0, cert_file, ret);
+        return ek_candidate_try(tpm, auth_session, trust, cert, 0, cert_file, ret);
 }
 
-static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_trust *trust, ek_candidate *ret) {
+static int ek_candidate_from_nv(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_trust *trust, ek_candidate *ret) {
         bool present[ELEMENTSOF(ek_templates)];
         int r, first_error = 0;
 
@@ -1441,11 +1449,11 @@ static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_trust *trust, ek_candid
                 if (!present[i])
                         continue;
                 snprintf(origin, sizeof origin, "NV index 0x%08x", ek_templates[i].nv_index);
-                r = nv_read(tpm, ek_templates[i].nv_index, EK_CERT_MAX_SIZE, &buf, &size);
+                r = nv_read(tpm, auth_session, ek_templates[i].nv_index, EK_CERT_MAX_SIZE, &buf, &size);
                 if (r >= 0)
                         r = tg_ek_cert_parse(buf, size, &cert);
                 if (r >= 0)
-                        r = ek_candidate_try(tpm, trust, cert, ek_templates[i].nv_index, origin, ret);
+                        r = ek_candidate_try(tpm, auth_session, trust, cert, ek_templates[i].nv_index, origin, ret);
                 if (r >= 0)
                         return 0;
                 if (r != -TG_ERR_EK_CERT)
@@ -1461,7 +1469,8 @@ static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_trust *trust, ek_candid
                             "certificate as a file, obtained from the TPM or platform vendor.");
 }
 
-static int ek_policy_session(tg_tpm *tpm, const tg_ek_template *t, tg_handle *ret) {
+/* auth_session: authorizes PolicySecret(endorsement), salted to the certified EK. */
+static int ek_policy_session(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_template *t, tg_handle *ret) {
         _cleanup_handle_ tg_handle session = { .esys = tpm->esys, .tr = ESYS_TR_NONE };
         TPMT_SYM_DEF no_symmetric = { .algorithm = TPM2_ALG_NULL };
         TSS2_RC rc;
@@ -1470,7 +1479,7 @@ static int ek_policy_session(tg_tpm *tpm, const tg_ek_template *t, tg_handle *re
                                    NULL, TPM2_SE_POLICY, &no_symmetric, t->name_alg, &session.tr);
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "StartAuthSession(EK policy)");
-        rc = Esys_PolicySecret(tpm->esys, ESYS_TR_RH_ENDORSEMENT, session.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE,
+        rc = Esys_PolicySecret(tpm->esys, ESYS_TR_RH_ENDORSEMENT, session.tr, auth_session, ESYS_TR_NONE,
                                ESYS_TR_NONE, NULL, NULL, NULL, 0, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS)
                 return endorsement_rc(rc, "PolicySecret(endorsement)");
@@ -1492,7 +1501,7 @@ static int ek_policy_session(tg_tpm *tpm, const tg_ek_template *t, tg_handle *re
         return 0;
 }
 
-static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR key, const TPM2B_NAME *key_name) {
+static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR auth_session, ESYS_TR key, const TPM2B_NAME *key_name) {
         _cleanup_secret_ tg_secret *challenge = NULL;
         _cleanup_handle_ tg_handle session = TG_HANDLE_NULL;
         TPM2B_DIGEST *cert_info = NULL;
@@ -1508,7 +1517,7 @@ static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR key, const TPM2B_NA
         r = tg_make_credential(&c->ek_public.publicArea, key_name, challenge, &blob, &secret);
         if (r < 0)
                 return r;
-        r = ek_policy_session(tpm, c->template, &session);
+        r = ek_policy_session(tpm, auth_session, c->template, &session);
         if (r < 0)
                 return r;
 
@@ -1537,46 +1546,104 @@ static int ek_activate(tg_tpm *tpm, ek_candidate *c, ESYS_TR key, const TPM2B_NA
         return 0;
 }
 
-int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const TPM2B_NAME *key_name,
-                     tg_ek_result *ret) {
-        _cleanup_(ek_candidate_done) ek_candidate c = { .ek = TG_HANDLE_NULL };
-        _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
+struct tg_ek_certified {
+        tg_ek_trust *trust;
+        ek_candidate candidate;
+        tg_handle session; /* HMAC session salted to the certified EK */
+};
+
+void tg_ek_certified_free(tg_ek_certified *ek) {
+        if (!ek)
+                return;
+        tg_handle_release(&ek->session);
+        ek_candidate_done(&ek->candidate);
+        tg_ek_trust_free(ek->trust);
+        free(ek);
+}
+
+ESYS_TR tg_ek_certified_session(const tg_ek_certified *ek) {
+        return ek->session.tr;
+}
+
+int tg_ek_certified_load(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR auth_session, tg_ek_certified **ret) {
+        static const TPMT_SYM_DEF aes128cfb = {
+                .algorithm = TPM2_ALG_AES,
+                .keyBits.aes = 128,
+                .mode.aes = TPM2_ALG_CFB,
+        };
+        _cleanup_(tg_ek_certified_freep) tg_ek_certified *ek = NULL;
+        TSS2_RC rc;
+        int r;
+
+        assert(tpm && opts && ret);
+        ek = calloc(1, sizeof *ek);
+        if (!ek)
+                return -TG_ERR_NOMEM;
+        ek->candidate.ek = (tg_handle) { .esys = tpm->esys, .tr = ESYS_TR_NONE };
+        ek->session = (tg_handle) { .esys = tpm->esys, .tr = ESYS_TR_NONE };
+
+        /* The CA store first: a broken store is reported once, before any TPM work. */
+        r = tg_ek_trust_load(opts->ca_store, opts->intermediates_file, &ek->trust);
+        if (r < 0)
+                return r;
+        /* The TPM's own chain certificates, as helpers only: the chain must still end at a store root. */
+        r = tg_ek_trust_add_nv_chain(ek->trust, tpm);
+        if (r < 0)
+                return r;
+        r = opts->cert_file ? ek_candidate_from_file(tpm, auth_session, ek->trust, opts->cert_file, &ek->candidate)
+                            : ek_candidate_from_nv(tpm, auth_session, ek->trust, &ek->candidate);
+        if (r < 0)
+                return r;
+        log_debug("EK certificate verified; EK re-created from template %s.", ek->candidate.template->name);
+
+        /*
+         * A session salted to the EK, whose public key we just checked against the
+         * certificate: only the certified TPM can recover the salt, so an endorsement
+         * password authorized in it (an HMAC, never the password) is safe from the bus.
+         */
+        rc = Esys_StartAuthSession(tpm->esys, ek->candidate.ek.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                   ESYS_TR_NONE, NULL, TPM2_SE_HMAC, &aes128cfb, TPM2_ALG_SHA256, &ek->session.tr);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "StartAuthSession (salted to the certified EK)");
+        (void) Esys_TRSess_SetAttributes(tpm->esys, ek->session.tr, TPMA_SESSION_CONTINUESESSION, 0xff);
+        *ret = TAKE_PTR(ek);
+        return 0;
+}
+
+int tg_ek_certified_prove(tg_tpm *tpm, tg_ek_certified *ek, ESYS_TR key, const TPM2B_NAME *key_name,
+                          tg_ek_result *ret) {
+        ek_candidate *c = &ek->candidate;
         tg_ek_result result = {};
         unsigned digest_len = 0;
         int r;
 
-        assert(tpm && opts && key_name && ret);
-        c.ek.esys = tpm->esys;
-
-        /* The CA store first: a broken store is reported once, before any TPM work. */
-        r = tg_ek_trust_load(opts->ca_store, opts->intermediates_file, &trust);
-        if (r < 0)
-                return r;
-        /* The TPM's own chain certificates, as helpers only: the chain must still end at a store root. */
-        r = tg_ek_trust_add_nv_chain(trust, tpm);
-        if (r < 0)
-                return r;
-        r = opts->cert_file ? ek_candidate_from_file(tpm, trust, opts->cert_file, &c)
-                            : ek_candidate_from_nv(tpm, trust, &c);
-        if (r < 0)
-                return r;
-        log_debug("EK certificate verified; EK re-created from template %s.", c.template->name);
-
-        r = ek_activate(tpm, &c, key, key_name);
+        assert(tpm && ek && key_name && ret);
+        r = ek_activate(tpm, c, ek->session.tr, key, key_name);
         if (r < 0)
                 return r;
 
-        result.nv_index = c.nv_index;
-        result.template_name = c.template->name;
-        result.cert_subject = name_oneline(X509_get_subject_name(c.cert));
-        result.cert_issuer = name_oneline(X509_get_issuer_name(c.cert));
-        result.anchor = c.anchor;
-        c.anchor = (tg_ek_anchor) {};
+        result.nv_index = c->nv_index;
+        result.template_name = c->template->name;
+        result.cert_subject = name_oneline(X509_get_subject_name(c->cert));
+        result.cert_issuer = name_oneline(X509_get_issuer_name(c->cert));
+        result.anchor = c->anchor;
+        c->anchor = (tg_ek_anchor) {};
         if (!result.cert_subject || !result.cert_issuer ||
-            X509_digest(c.cert, EVP_sha256(), result.cert_sha256, &digest_len) != 1 || digest_len != 32) {
+            X509_digest(c->cert, EVP_sha256(), result.cert_sha256, &digest_len) != 1 || digest_len != 32) {
                 tg_ek_result_done(&result);
                 return -TG_ERR_NOMEM;
         }
         *ret = result;
         return 0;
+}
+
+int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR auth_session, ESYS_TR key,
+                     const TPM2B_NAME *key_name, tg_ek_result *ret) {
+        _cleanup_(tg_ek_certified_freep) tg_ek_certified *ek = NULL;
+        int r;
+
+        r = tg_ek_certified_load(tpm, opts, auth_session, &ek);
+        if (r < 0)
+                return r;
+        return tg_ek_certified_prove(tpm, ek, key, key_name, ret);
 }

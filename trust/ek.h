@@ -61,19 +61,42 @@ typedef struct tg_ek_result {
 void tg_ek_result_done(tg_ek_result *r);
 
 /*
- * The full proof. key/key_name: the loaded object to attest (the EK signing
- * key, empty auth) and the name the caller computed for it. Endorsement
- * hierarchy auth, if any, has been set by the caller with
- * Esys_TR_SetAuth(ESYS_TR_RH_ENDORSEMENT).
+ * The proof in two steps, so that the key to attest can be created in a
+ * session salted to the certified EK (its endorsement authorization then
+ * never crosses the bus in clear):
  *
- * Returns 0, or -TG_ERR_EK_CERT (no usable/trusted certificate, or it does not
+ * tg_ek_certified_load() verifies the certificate chain, re-creates the EK
+ * that matches the certificate's key and starts an HMAC session salted to
+ * it. auth_session authorizes the endorsement hierarchy (and an owner-read
+ * certificate index) until then: a session salted to a key already trusted
+ * (provisioning salts it to the NULL key, checked against the kernel's
+ * null_name when there is one), or ESYS_TR_PASSWORD when the hierarchy has
+ * no password. The hierarchy's auth value, if any, has been set by the caller
+ * with Esys_TR_SetAuth(ESYS_TR_RH_ENDORSEMENT).
+ *
+ * tg_ek_certified_session() is that session, for the caller's endorsement
+ * authorizations (the creation of the key to attest).
+ *
+ * tg_ek_certified_prove() proves key/key_name: the loaded object (the EK
+ * signing key, empty auth) and the name the caller computed for it.
+ *
+ * Errors: -TG_ERR_EK_CERT (no usable/trusted certificate, or it does not
  * belong to this TPM), -TG_ERR_EK_PROOF (the TPM would not return the
- * challenge: interposer suspected), -TG_ERR_AUTH_NEEDED (endorsement hierarchy
- * password needed), or another TPM/transport error. ret is written only on
- * success.
+ * challenge: interposer suspected), -TG_ERR_AUTH_NEEDED (endorsement
+ * hierarchy password needed), or another TPM/transport error. ret is written
+ * only on success.
  */
-int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const TPM2B_NAME *key_name,
-                     tg_ek_result *ret);
+typedef struct tg_ek_certified tg_ek_certified;
+int tg_ek_certified_load(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR auth_session, tg_ek_certified **ret);
+ESYS_TR tg_ek_certified_session(const tg_ek_certified *ek);
+int tg_ek_certified_prove(tg_tpm *tpm, tg_ek_certified *ek, ESYS_TR key, const TPM2B_NAME *key_name,
+                          tg_ek_result *ret);
+void tg_ek_certified_free(tg_ek_certified *ek);
+DEFINE_TRIVIAL_CLEANUP_FUNC(tg_ek_certified *, tg_ek_certified_free);
+
+/* Both steps for an already loaded key (tests). */
+int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR auth_session, ESYS_TR key,
+                     const TPM2B_NAME *key_name, tg_ek_result *ret);
 
 /* ---- Building blocks, exposed for the unit tests. ---- */
 

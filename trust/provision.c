@@ -4,17 +4,79 @@
 
 #include "ek.h"
 #include "error.h"
+#include "lockout.h"
 #include "log.h"
+#include "nullname.h"
 #include "provision.h"
 #include "tpm.h"
 #include "util.h"
+#include "verify.h"
 
-int tg_provision(const tg_config *config, const tg_provision_options *options, tg_pinned_key *ret_pinned) {
-        static const TPM2B_SENSITIVE_CREATE empty_sensitive = {};
-        static const TPM2B_DATA no_outside_info = {};
-        static const TPML_PCR_SELECTION no_pcrs = {};
+static const TPM2B_SENSITIVE_CREATE empty_sensitive = {};
+static const TPM2B_DATA no_outside_info = {};
+static const TPML_PCR_SELECTION no_pcrs = {};
+
+/*
+ * The session that authorizes the endorsement hierarchy until the EK is
+ * certified: salted to the NULL primary (the kernel's template), whose name
+ * must be the kernel's null_name when the kernel exports one. A passive
+ * recording of the bus then never holds the endorsement password, not even
+ * an HMAC keyed by it alone; without a null_name, an active interposer that
+ * substitutes the NULL key gets such an HMAC (a weak password could be
+ * guessed offline) and is caught by the verification at the end, which
+ * certifies the same NULL key with the key pinned here.
+ */
+static int bootstrap_session(const tg_config *config, tg_tpm *tpm, tg_handle *null_key, tg_handle *ret_session) {
+        static const TPMT_SYM_DEF aes128cfb = {
+                .algorithm = TPM2_ALG_AES,
+                .keyBits.aes = 128,
+                .mode.aes = TPM2_ALG_CFB,
+        };
+        _cleanup_free_ TPM2B_PUBLIC *out = NULL;
+        TPM2B_NAME name, kernel_name;
+        TPM2B_PUBLIC tmpl;
+        TSS2_RC rc;
+        int r;
+
+        tg_template_srk_ecc(&tmpl);
+        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_NULL, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs, &null_key->tr, &out, NULL, NULL,
+                                NULL);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "CreatePrimary (NULL hierarchy)");
+        if (!tg_public_is_srk_ecc(&out->publicArea))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM returned a NULL key that is not of the kernel's template: an interposer "
+                                    "may be substituting keys. Nothing was pinned; provision on a machine whose TPM "
+                                    "bus you trust.");
+        r = tg_public_name(&out->publicArea, &name);
+        if (r < 0)
+                return r;
+        r = tg_null_name_read(config->null_name_path, config->tcti, &kernel_name);
+        if (r >= 0 && !tg_name_equal(&name, &kernel_name))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM's NULL key does not match the name the kernel recorded at boot: the TPM "
+                                    "was reset since boot, or an interposer sits on the TPM bus. Nothing was pinned; "
+                                    "reboot, and provision on a machine whose TPM bus you trust.");
+        if (r < 0 && r != -TG_ERR_NOT_FOUND)
+                return log_error_rc(r, "The kernel's null_name cannot be used. Nothing was pinned.");
+        if (r == -TG_ERR_NOT_FOUND)
+                log_debug("No kernel null_name: the NULL key salting the endorsement session is checked later, "
+                          "by its certification.");
+
+        rc = Esys_StartAuthSession(tpm->esys, null_key->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                   NULL, TPM2_SE_HMAC, &aes128cfb, TPM2_ALG_SHA256, &ret_session->tr);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "StartAuthSession (salted to the NULL key)");
+        (void) Esys_TRSess_SetAttributes(tpm->esys, ret_session->tr, TPMA_SESSION_CONTINUESESSION, 0xff);
+        return 0;
+}
+
+/* Steps 1-3: the EK signing key, proven against the EK certificate; fills pinned. */
+static int provision_key(const tg_config *config, const tg_provision_options *options, tg_pinned_key *pinned) {
         _cleanup_tpm_ tg_tpm *tpm = NULL;
-        _cleanup_handle_ tg_handle signer = TG_HANDLE_NULL;
+        _cleanup_(tg_ek_certified_freep) tg_ek_certified *certified = NULL;
+        _cleanup_handle_ tg_handle signer = TG_HANDLE_NULL, null_key = TG_HANDLE_NULL, session = TG_HANDLE_NULL;
         _cleanup_free_ TPM2B_PUBLIC *signer_public = NULL;
         _cleanup_free_ char *cert_hex = NULL, *anchor_hex = NULL;
         tg_ek_result ek = {};
@@ -23,11 +85,9 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
                 .ca_store = options->ek_ca ?: config->ek_ca,
                 .intermediates_file = options->ek_intermediates,
         };
-        const char *dir = options->output_dir ?: config->state_dir;
-        tg_pinned_key pinned = {};
-        TPM2B_PUBLIC tmpl;
         time_t now = time(NULL);
         struct tm tm;
+        TPM2B_PUBLIC tmpl;
         TSS2_RC rc;
         int r;
 
@@ -43,12 +103,24 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         r = tg_tpm_set_hierarchy_auth(tpm->esys, ESYS_TR_RH_ENDORSEMENT, options->endorsement_auth, "endorsement");
         if (r < 0)
                 return r;
+        null_key.esys = session.esys = signer.esys = tpm->esys;
 
-        tg_progress("Provisioning: creating the EK signing key...");
+        tg_progress("Provisioning: proving the EK against its certificate (EK re-creation; several seconds on "
+                    "some TPMs)...");
+        r = bootstrap_session(config, tpm, &null_key, &session);
+        if (r < 0)
+                return r;
+        r = tg_ek_certified_load(tpm, &ek_options, session.tr, &certified);
+        if (r < 0)
+                return r;
+        /* The EK is trusted now: its own salted session takes over (and swtpm's few slots are freed). */
+        tg_handle_release(&session);
+        tg_handle_release(&null_key);
+
+        tg_progress("Provisioning: creating the EK signing key and proving it (credential activation)...");
         tg_template_ek_signing_key(&tmpl);
-        signer.esys = tpm->esys;
-        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                                &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs,
+        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT, tg_ek_certified_session(certified), ESYS_TR_NONE,
+                                ESYS_TR_NONE, &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs,
                                 &signer.tr, &signer_public, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS) {
                 TSS2_RC base = tg_tpm_rc_base(rc);
@@ -63,37 +135,78 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
                                     "The TPM returned a key that is not of the EK signing key template: an "
                                     "interposer may be substituting keys. Nothing was pinned; provision on a "
                                     "machine whose TPM bus you trust.");
-        pinned.public = *signer_public;
-        r = tg_public_name(&signer_public->publicArea, &pinned.name);
+        pinned->public = *signer_public;
+        r = tg_public_name(&signer_public->publicArea, &pinned->name);
         if (r < 0)
                 return r;
 
-        tg_progress("Provisioning: proving the EK signing key against the EK certificate "
-                    "(EK re-creation and credential activation; several seconds on some TPMs)...");
-        r = tg_ek_attest_key(tpm, &ek_options, signer.tr, &pinned.name, &ek);
+        r = tg_ek_certified_prove(tpm, certified, signer.tr, &pinned->name, &ek);
         if (r < 0)
                 return r;
 
-        pinned.ek_nv_index = ek.nv_index;
-        snprintf(pinned.ek_template, sizeof pinned.ek_template, "%s", ek.template_name ?: "");
-        snprintf(pinned.ek_cert_issuer, sizeof pinned.ek_cert_issuer, "%s", ek.cert_issuer ?: "");
-        snprintf(pinned.ek_anchor_vendor, sizeof pinned.ek_anchor_vendor, "%s", ek.anchor.vendor ?: "");
+        pinned->ek_nv_index = ek.nv_index;
+        snprintf(pinned->ek_template, sizeof pinned->ek_template, "%s", ek.template_name ?: "");
+        snprintf(pinned->ek_cert_issuer, sizeof pinned->ek_cert_issuer, "%s", ek.cert_issuer ?: "");
+        snprintf(pinned->ek_anchor_vendor, sizeof pinned->ek_anchor_vendor, "%s", ek.anchor.vendor ?: "");
         r = tg_hex_encode(ek.cert_sha256, sizeof ek.cert_sha256, &cert_hex);
         if (r >= 0)
                 r = tg_hex_encode(ek.anchor.sha256, sizeof ek.anchor.sha256, &anchor_hex);
         tg_ek_result_done(&ek);
         if (r < 0)
                 return r;
-        snprintf(pinned.ek_anchor_sha256, sizeof pinned.ek_anchor_sha256, "%s", anchor_hex);
-        snprintf(pinned.ek_cert_sha256, sizeof pinned.ek_cert_sha256, "%s", cert_hex);
+        snprintf(pinned->ek_anchor_sha256, sizeof pinned->ek_anchor_sha256, "%s", anchor_hex);
+        snprintf(pinned->ek_cert_sha256, sizeof pinned->ek_cert_sha256, "%s", cert_hex);
         gmtime_r(&now, &tm);
-        strftime(pinned.provisioned_at, sizeof pinned.provisioned_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        strftime(pinned->provisioned_at, sizeof pinned->provisioned_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        return 0;
+}
 
+/* Step 4: the lockout hierarchy, over a verification with the key just pinned in dir. */
+static int provision_lockout(const tg_config *config, const tg_provision_options *options, const char *dir,
+                             tg_lockout_result *ret) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        tg_config c = *config;
+        TPM2B_NAME kernel_name;
+        int r;
+
+        c.state_dir = (char *) dir;
+        /*
+         * Without a kernel null_name the NULL key is certified by the key pinned a moment
+         * ago, on this install-time machine: as trustworthy as the pin itself, so
+         * provisioning needs no null_name even when later unlocks do.
+         */
+        if (tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) == -TG_ERR_NOT_FOUND)
+                c.kernel_null_name = TG_NULL_NAME_IF_AVAILABLE;
+        r = tg_verify(&c, &(tg_verify_options) { .endorsement_auth = options->endorsement_auth }, NULL, &v);
+        if (r < 0)
+                return r;
+        return tg_lockout_setup(v, config, dir, options->lockout_auth, ret);
+}
+
+int tg_provision(const tg_config *config, const tg_provision_options *options, tg_pinned_key *ret_pinned,
+                 tg_lockout_result *ret_lockout) {
+        const char *dir = options->output_dir ?: config->state_dir;
+        tg_pinned_key pinned = {};
+        tg_lockout_result lockout = {};
+        int r;
+
+        r = provision_key(config, options, &pinned);
         tg_progress_done();
+        if (r < 0)
+                return r;
         r = tg_pinned_key_save(dir, &pinned);
         if (r < 0)
                 return r;
         if (ret_pinned)
                 *ret_pinned = pinned;
+
+        tg_progress("Provisioning: the lockout hierarchy and the dictionary-attack parameters...");
+        r = provision_lockout(config, options, dir, &lockout);
+        tg_progress_done();
+        if (r < 0)
+                return log_error_rc(r, "The EK signing key is pinned, but the lockout hierarchy was not set up. "
+                                    "Fix the cause above, then run 'tpmguard lockout setup'.");
+        if (ret_lockout)
+                *ret_lockout = lockout;
         return 0;
 }

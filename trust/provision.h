@@ -4,6 +4,7 @@
 #include <stdbool.h>
 
 #include "config.h"
+#include "lockout.h"
 #include "pinned.h"
 #include "secret.h"
 
@@ -13,6 +14,7 @@ typedef struct tg_provision_options {
         const char *ek_intermediates;   /* optional untrusted intermediates (PEM) */
         const char *output_dir;         /* NULL: config->state_dir */
         const tg_secret *endorsement_auth;
+        const tg_secret *lockout_auth;  /* --lockout-auth-file: a lockout password someone else set */
 } tg_provision_options;
 
 /*
@@ -21,5 +23,18 @@ typedef struct tg_provision_options {
  * MakeCredential / TPM ActivateCredential), and pins its public area and
  * name atomically into the output directory. ret_pinned receives what was
  * written.
+ *
+ * Then, on a verification with the key just pinned, the lockout hierarchy
+ * (lockout.h): taken when its password is empty, stored in the output
+ * directory, and the DA parameters of config set; ret_lockout says what was
+ * done. A failure there returns an error with the key pinned (ret_pinned
+ * written): 'tpmguard lockout setup' finishes it.
+ *
+ * No hierarchy password crosses the bus in clear: the EK is created in a
+ * session salted to the NULL key (checked against the kernel's null_name
+ * when there is one), the EK signing key and the EK's PolicySecret in a
+ * session salted to the certified EK, the lockout commands in the verified
+ * TPM's session.
  */
-int tg_provision(const tg_config *config, const tg_provision_options *options, tg_pinned_key *ret_pinned);
+int tg_provision(const tg_config *config, const tg_provision_options *options, tg_pinned_key *ret_pinned,
+                 tg_lockout_result *ret_lockout);

@@ -246,7 +246,8 @@ fail:
         return r;
 }
 
-static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, const TPM2B_PUBLIC *template,
+/* auth_session: the hierarchy's authorization (ESYS_TR_PASSWORD only for the NULL hierarchy, which has no password). */
+static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, ESYS_TR auth_session, const TPM2B_PUBLIC *template,
                           const char *what, tg_handle *ret_handle, TPM2B_PUBLIC *ret_public, TPM2B_NAME *ret_name) {
         static const TPM2B_SENSITIVE_CREATE empty_sensitive = {};
         static const TPM2B_DATA no_outside_info = {};
@@ -257,7 +258,7 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, const TPM2B_PUBLIC *te
         TSS2_RC rc;
         int r;
 
-        rc = Esys_CreatePrimary(tpm->esys, hierarchy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+        rc = Esys_CreatePrimary(tpm->esys, hierarchy, auth_session, ESYS_TR_NONE, ESYS_TR_NONE,
                                 &empty_sensitive, template, &no_outside_info, &no_pcrs,
                                 &h.tr, &out_public, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS) {
@@ -380,7 +381,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         {
                 TPM2B_PUBLIC tmpl, null_public;
                 tg_template_srk_ecc(&tmpl);
-                r = create_primary(v->tpm, ESYS_TR_RH_NULL, &tmpl, "CreatePrimary (NULL hierarchy)",
+                r = create_primary(v->tpm, ESYS_TR_RH_NULL, ESYS_TR_PASSWORD, &tmpl, "CreatePrimary (NULL hierarchy)",
                                    &v->null_key, &null_public, &v->null_name);
                 if (r < 0)
                         return r;
@@ -396,13 +397,25 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                                     "The TPM was reset since boot, or an interposer sits on the TPM bus. "
                                     "The TPM will not be used; unlock with the recovery passphrase and investigate.");
 
-        /* 4. The EK signing key, re-created; it must be the pinned one. */
+        /*
+         * 4. The EK signing key, re-created; it must be the pinned one. The endorsement
+         *    authorization is an HMAC in a session salted to the NULL key, never the
+         *    password: a recording of the bus learns nothing of it. With the kernel's
+         *    null_name the NULL key is already trusted here; without, a substituted NULL
+         *    key would give an active interposer that HMAC to guess a weak password
+         *    offline, and fails the certification below (design §2, "Hierarchy passwords").
+         */
         {
+                _cleanup_handle_ tg_handle endorsement = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE };
                 TPM2B_PUBLIC tmpl;
+
+                r = start_salted_session(v, TPM2_SE_HMAC, &endorsement.tr);
+                if (r < 0)
+                        return r;
                 tg_template_ek_signing_key(&tmpl);
                 signer.esys = v->tpm->esys;
-                r = create_primary(v->tpm, ESYS_TR_RH_ENDORSEMENT, &tmpl, "CreatePrimary (EK signing key)",
-                                   &signer, NULL, &signer_name);
+                r = create_primary(v->tpm, ESYS_TR_RH_ENDORSEMENT, endorsement.tr, &tmpl,
+                                   "CreatePrimary (EK signing key)", &signer, NULL, &signer_name);
                 if (r < 0)
                         return r;
         }

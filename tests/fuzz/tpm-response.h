@@ -299,7 +299,7 @@ static int tgr_scenario(char scenario, const char *record_dir) {
                 tg_pinned_key pinned;
 
                 return tg_provision(tgr.config, &(tg_provision_options) { .output_dir = record_dir ?: tgr.scratch_dir },
-                                    &pinned);
+                                    &pinned, NULL);
         }
         default:
                 return -TG_ERR_INVALID;

@@ -53,6 +53,9 @@ null_name_path = $WORK/null_name
 kernel_null_name = $policy
 ek_ca = $TPMGUARD_TEST_CA_BUNDLE
 cache_dir = $WORK/run
+da_max_tries = ${TPMGUARD_TEST_DA_MAX_TRIES:-1000}
+da_recovery_time = ${TPMGUARD_TEST_DA_RECOVERY_TIME:-1}
+da_lockout_recovery = ${TPMGUARD_TEST_DA_LOCKOUT_RECOVERY:-1}
 # The tests' PINs are 4 digits (the default minimum is 6), and some cases
 # enrol without a PIN on purpose.
 pin_min_length = 4

@@ -220,7 +220,8 @@ progress_only_on_a_terminal() {
         # On a terminal: a progress line per long step, erased before the result.
         script -qec "'$TPMGUARD' provision" /dev/null >"$WORK/tty.out" 2>&1
         expect_in "Provisioning: creating the EK signing key" "$(cat "$WORK/tty.out")"
-        expect_in "Provisioning: proving the EK signing key" "$(cat "$WORK/tty.out")"
+        expect_in "Provisioning: proving the EK against its certificate" "$(cat "$WORK/tty.out")"
+        expect_in "Provisioning: the lockout hierarchy" "$(cat "$WORK/tty.out")"
         grep -q $'\r\e\[KProvisioned\.' "$WORK/tty.out"
         # Not on a terminal (logs, pipes, the plugin): no progress at all.
         expect_exit 0 "$TPMGUARD" verify

@@ -157,7 +157,7 @@ static void attest_ok(test_state *s, const tg_ek_options *opts, uint32_t nv_inde
         static const uint8_t zero[32] = {};
 
         create_ek_signing_key(s->tpm, &key, &name);
-        assert_int_equal(tg_ek_attest_key(s->tpm, opts, key.tr, &name, &res), 0);
+        assert_int_equal(tg_ek_attest_key(s->tpm, opts, ESYS_TR_PASSWORD, key.tr, &name, &res), 0);
         assert_int_equal(res.nv_index, nv_index);
         assert_string_equal(res.template_name, template_name);
         assert_string_equal(res.cert_subject, "CN=unknown");
@@ -174,7 +174,7 @@ static void attest_fails(test_state *s, const tg_ek_options *opts, int expected)
         tg_ek_result res = { .nv_index = 0xdeadbeef };
 
         create_ek_signing_key(s->tpm, &key, &name);
-        assert_int_equal(tg_ek_attest_key(s->tpm, opts, key.tr, &name, &res), expected);
+        assert_int_equal(tg_ek_attest_key(s->tpm, opts, ESYS_TR_PASSWORD, key.tr, &name, &res), expected);
         assert_int_equal(res.nv_index, 0xdeadbeef); /* ret untouched on failure */
         assert_no_leftover_handles(s->tpm, 1);
 }
@@ -288,19 +288,19 @@ static void test_wrong_key_name(void **state) {
         }
         create_ek_signing_key(s->tpm, &key, &name);
         assert_memory_not_equal(name.name, other_name.name, name.size);
-        assert_int_equal(tg_ek_attest_key(s->tpm, &(tg_ek_options) { .ca_store = s->a.ca_bundle }, key.tr,
-                                          &other_name, &res),
+        assert_int_equal(tg_ek_attest_key(s->tpm, &(tg_ek_options) { .ca_store = s->a.ca_bundle }, ESYS_TR_PASSWORD,
+                                          key.tr, &other_name, &res),
                          -TG_ERR_EK_PROOF);
         assert_no_leftover_handles(s->tpm, 1);
 
         /* One flipped bit in the right name fails the same way. */
         name.name[name.size - 1] ^= 1;
-        assert_int_equal(tg_ek_attest_key(s->tpm, &(tg_ek_options) { .ca_store = s->a.ca_bundle }, key.tr,
-                                          &name, &res),
+        assert_int_equal(tg_ek_attest_key(s->tpm, &(tg_ek_options) { .ca_store = s->a.ca_bundle }, ESYS_TR_PASSWORD,
+                                          key.tr, &name, &res),
                          -TG_ERR_EK_PROOF);
         name.name[name.size - 1] ^= 1;
-        assert_int_equal(tg_ek_attest_key(s->tpm, &(tg_ek_options) { .ca_store = s->a.ca_bundle }, key.tr,
-                                          &name, &res),
+        assert_int_equal(tg_ek_attest_key(s->tpm, &(tg_ek_options) { .ca_store = s->a.ca_bundle }, ESYS_TR_PASSWORD,
+                                          key.tr, &name, &res),
                          0);
         tg_ek_result_done(&res);
         assert_no_leftover_handles(s->tpm, 1);
@@ -323,10 +323,10 @@ static void test_endorsement_password(void **state) {
                                                   ESYS_TR_NONE, ESYS_TR_NONE, &auth),
                          TSS2_RC_SUCCESS);
         assert_int_equal(Esys_TR_SetAuth(s->tpm->esys, ESYS_TR_RH_ENDORSEMENT, &(TPM2B_AUTH) {}), TSS2_RC_SUCCESS);
-        assert_int_equal(tg_ek_attest_key(s->tpm, &o, key.tr, &name, &res), -TG_ERR_AUTH_NEEDED);
+        assert_int_equal(tg_ek_attest_key(s->tpm, &o, ESYS_TR_PASSWORD, key.tr, &name, &res), -TG_ERR_AUTH_NEEDED);
         assert_no_leftover_handles(s->tpm, 1);
         assert_int_equal(Esys_TR_SetAuth(s->tpm->esys, ESYS_TR_RH_ENDORSEMENT, &auth), TSS2_RC_SUCCESS);
-        assert_int_equal(tg_ek_attest_key(s->tpm, &o, key.tr, &name, &res), 0);
+        assert_int_equal(tg_ek_attest_key(s->tpm, &o, ESYS_TR_PASSWORD, key.tr, &name, &res), 0);
         tg_ek_result_done(&res);
         assert_no_leftover_handles(s->tpm, 1);
 }

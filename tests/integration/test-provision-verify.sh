@@ -50,11 +50,28 @@ reset_after_boot_is_detected() {
         expect_in '"verdict": "interposer"' "$(cat "$WORK/run/boot-verify.json")"
 }
 
+test_case provision_after_reset_is_refused
+provision_after_reset_is_refused() {
+        tpm_setup
+        # The kernel recorded its NULL key at boot; a reset since (an attacker's
+        # reset line, or an interposer) changes it: provisioning refuses to
+        # trust a session salted to it, and pins nothing.
+        "$FIXTURE" reset "$WORK/tpm"
+        expect_exit 3 "$TPMGUARD" provision
+        expect_in "reset since boot" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+        test ! -e "$WORK/state/lockout-auth"
+}
+
 test_case pin_from_another_tpm_is_refused
 pin_from_another_tpm_is_refused() {
         tpm_setup
         "$FIXTURE" start "$WORK/other" >/dev/null
-        expect_exit 0 "$TPMGUARD" provision --tcti "$("$FIXTURE" tcti "$WORK/other")" \
+        # Provisioning checks the NULL key against the kernel's null_name of the
+        # TPM it provisions: the other TPM's, as on the machine it belongs to.
+        "$FIXTURE" null-name "$WORK/other" "$WORK/other/null_name"
+        sed "s|^null_name_path = .*|null_name_path = $WORK/other/null_name|" "$WORK/tpmguard.conf" >"$WORK/other.conf"
+        expect_exit 0 "$TPMGUARD" -c "$WORK/other.conf" provision --tcti "$("$FIXTURE" tcti "$WORK/other")" \
                 --ek-ca "$WORK/other/ca/bundle.pem"
         expect_exit 3 "$TPMGUARD" verify
         expect_in "not the pinned one" "$ERR"

@@ -20,6 +20,9 @@ static void test_defaults(void **state) {
         assert_int_equal(c->kernel_null_name, TG_NULL_NAME_PREFER);
         assert_int_equal(c->pcr_bank, TPM2_ALG_SHA256);
         assert_int_equal(c->pcr_mask, 1u << 7);
+        assert_int_equal(c->da_max_tries, 32);
+        assert_int_equal(c->da_recovery_time, 7200);
+        assert_int_equal(c->da_lockout_recovery, 86400);
 }
 
 static void test_all_keys(void **state) {
@@ -34,7 +37,10 @@ static void test_all_keys(void **state) {
                 "ek_ca = /tmp/ca.pem\n"
                 "cache_dir = /tmp/cache\n"
                 "pcr_bank = sha384\n"
-                "pcrs = 0,7,23\n";
+                "pcrs = 0,7,23\n"
+                "da_max_tries = 1000\n"
+                "da_recovery_time = 0\n"
+                "da_lockout_recovery = 4294967295\n";
 
         assert_int_equal(tg_config_parse(text, "test", &c), 0);
         assert_string_equal(c->tcti, "swtpm:path=/tmp/x");
@@ -45,19 +51,25 @@ static void test_all_keys(void **state) {
         assert_int_equal(c->kernel_null_name, TG_NULL_NAME_IF_AVAILABLE);
         assert_int_equal(c->pcr_bank, TPM2_ALG_SHA384);
         assert_int_equal(c->pcr_mask, (1u << 0) | (1u << 7) | (1u << 23));
+        assert_int_equal(c->da_max_tries, 1000);
+        assert_int_equal(c->da_recovery_time, 0);
+        assert_int_equal(c->da_lockout_recovery, UINT32_MAX);
 }
 
 /* config get prints what the parser decided, for every key, round trip. */
 static void test_get(void **state) {
         static const char *keys[] = { "tcti", "state_dir", "null_name_path", "ek_ca", "cache_dir",
-                                      "kernel_null_name", "pcr_bank", "pcrs", "allow_no_pin", "pin_min_length",
+                                      "kernel_null_name", "pcr_bank", "pcrs", "da_max_tries",
+                                      "da_recovery_time", "da_lockout_recovery", "allow_no_pin", "pin_min_length",
                                       "allow_unextended_pcrs" };
         _cleanup_config_ tg_config *c = NULL, *again = NULL;
         _cleanup_free_ char *text = NULL;
         size_t len = 0;
         char *v = NULL;
 
-        assert_int_equal(tg_config_parse("pcrs = 11,7\nkernel_null_name = if-available\npcr_bank = sha1\n", "test", &c), 0);
+        assert_int_equal(tg_config_parse("pcrs = 11,7\nkernel_null_name = if-available\npcr_bank = sha1\n"
+                                         "da_max_tries = 5\nda_recovery_time = 60\nda_lockout_recovery = 600\n",
+                                         "test", &c), 0);
         assert_int_equal(tg_config_get(c, "pcrs", &v), 0);
         assert_string_equal(v, "7,11");
         free(v);
@@ -80,6 +92,9 @@ static void test_get(void **state) {
         assert_int_equal(again->kernel_null_name, c->kernel_null_name);
         assert_int_equal(again->pcr_bank, c->pcr_bank);
         assert_int_equal(again->pcr_mask, c->pcr_mask);
+        assert_int_equal(again->da_max_tries, 5);
+        assert_int_equal(again->da_recovery_time, 60);
+        assert_int_equal(again->da_lockout_recovery, 600);
 }
 
 static void test_rejects(void **state) {
@@ -90,6 +105,10 @@ static void test_rejects(void **state) {
                 "pcrs = 7,,8\n",
                 "pcrs = -1\n",
                 "pcr_bank = md5\n",
+                "da_max_tries = -1\n",
+                "da_max_tries = 4294967296\n",
+                "da_recovery_time = 2h\n",
+                "da_lockout_recovery = +5\n",
                 "tcti\n",
                 "tcti =\n",
                 "= value\n",

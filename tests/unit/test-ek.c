@@ -1075,7 +1075,7 @@ static void test_nv_listing_must_advance(void **state) {
         assert_int_equal(tg_tcti_wrap(tpm.transport, &tpm.tcti), 0);
         assert_int_equal(Esys_Initialize(&tpm.esys, tpm.tcti, NULL), TSS2_RC_SUCCESS);
         alarm(60);
-        assert_int_equal(tg_ek_attest_key(&tpm, &(tg_ek_options) { .ca_store = c->bundle }, ESYS_TR_NONE, &name,
+        assert_int_equal(tg_ek_attest_key(&tpm, &(tg_ek_options) { .ca_store = c->bundle }, ESYS_TR_PASSWORD, ESYS_TR_NONE, &name,
                                           &result),
                          -TG_ERR_INTERPOSER);
         alarm(0);
