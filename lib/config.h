@@ -24,13 +24,28 @@ typedef struct tg_config {
         tg_null_name_policy kernel_null_name;
         uint16_t pcr_bank;     /* TPM2_ALG_SHA256 by default */
         uint32_t pcr_mask;     /* bit N = PCR N; PCR 7 by default */
+        unsigned pin_tries;    /* wrong PINs per unlock before giving up to the passphrase */
+        unsigned pin_da_reserve; /* TPM DA tries an unlock never spends */
 } tg_config;
+
+/* Like booster: three PIN attempts per unlock, then the recovery passphrase. */
+#define TG_DEFAULT_PIN_TRIES 3
+#define TG_PIN_TRIES_MAX 10
+/*
+ * The last TPM dictionary-attack tries an unlock never spends: a typo
+ * storm at the boot prompt can never lock the TPM out, and the owner keeps
+ * tries for 'tpmguard change-pin' or a later boot.
+ */
+#define TG_DEFAULT_PIN_DA_RESERVE 2
+#define TG_PIN_DA_RESERVE_MAX 100
 
 /*
  * Loads the configuration from path, or when path is NULL from
  * $TPMGUARD_CONFIG (honoured only without elevated privileges' secure-exec),
- * or else from the compiled-in /etc/tpmguard/tpmguard.conf. A missing file
- * gives the defaults; a malformed one is an error naming the line.
+ * or else from the compiled-in /etc/tpmguard/tpmguard.conf. A missing default
+ * file gives the defaults; a missing file named explicitly is an error. A
+ * malformed file, a key given twice, or a file that someone other than root
+ * could write (tg_check_trusted()) is an error naming the cause.
  */
 int tg_config_load(const char *path, tg_config **ret);
 /* Parses configuration text; origin names the source in messages. */
