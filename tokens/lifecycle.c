@@ -37,6 +37,7 @@
 
 #include "error.h"
 #include "fault.h"
+#include "interrupt.h"
 #include "json-util.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -237,15 +238,18 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
         if (!json_object_object_get_ex(o, "operation", &v) || !json_object_is_type(v, json_type_string))
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"operation\" missing.");
         s = json_object_get_string(v);
-        if (strcmp(s, "rotate") != 0 && strcmp(s, "reseal") != 0)
+        if (strcmp(s, "rotate") != 0 && strcmp(s, "reseal") != 0 && strcmp(s, "enroll") != 0)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: unknown operation \"%.16s\".", s);
         snprintf(m.operation, sizeof m.operation, "%s", s);
-        r = json_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, &m.token);
+        /* An enrollment has no token and no old keyslot yet: both are -1. */
+        r = json_int_field(o, "token", -1, TG_LUKS2_TOKENS_MAX - 1, &m.token);
         if (r < 0)
                 return r;
-        r = json_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
+        r = json_int_field(o, "old_keyslot", -1, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
         if (r < 0)
                 return r;
+        if ((strcmp(s, "enroll") == 0) != (m.token == -1) || (m.token == -1) != (m.old_keyslot == -1))
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"token\" and \"old_keyslot\" are -1 exactly for \"enroll\".");
         r = json_int_field(o, "new_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.new_keyslot);
         if (r < 0)
                 return r;
@@ -305,9 +309,15 @@ static void marker_plan_make(struct crypt_device *cd, int marker_id, const tg_pe
         marker_plan p = { .leftover_keyslot = -1 };
         tg_token t;
 
-        p.roll_forward = token_has_type(cd, m->token, TG_TOKEN_TYPE) && token_load(cd, m->token, &t) >= 0 &&
-                         t.keyslot == m->new_keyslot;
-        if (p.roll_forward) {
+        if (m->token < 0)
+                /* enroll: complete once a token (not the marker) references the new keyslot. */
+                p.roll_forward = keyslot_referenced(cd, m->new_keyslot, marker_id);
+        else
+                p.roll_forward = token_has_type(cd, m->token, TG_TOKEN_TYPE) && token_load(cd, m->token, &t) >= 0 &&
+                                 t.keyslot == m->new_keyslot;
+        if (p.roll_forward && m->old_keyslot < 0) {
+                /* enroll: nothing is left over */
+        } else if (p.roll_forward) {
                 /* The old keyslot held the secret the token no longer seals. */
                 if (keyslot_active(cd, m->old_keyslot) && !keyslot_referenced(cd, m->old_keyslot, marker_id))
                         p.leftover_keyslot = m->old_keyslot;
@@ -348,7 +358,11 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
         }
 
         marker_plan_make(cd, marker_id, &m, &p);
-        if (interrupted)
+        if (interrupted && m.token < 0)
+                log_notice("%s: resolving an interrupted enroll (keyslot %d): %s.", device, m.new_keyslot,
+                           p.roll_forward ? "its token was written, the enrollment is complete"
+                                          : "no token was written, the new keyslot goes");
+        else if (interrupted)
                 log_notice("%s: completing an interrupted %s of token %d (keyslot %d → %d): %s.", device, m.operation,
                            m.token, m.old_keyslot, m.new_keyslot,
                            p.roll_forward ? "the token already uses the new keyslot, the old one goes"
@@ -371,6 +385,10 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
         if (actions)
                 (*actions)++;
         return 0;
+}
+
+int tg_pending_marker_resolve(struct crypt_device *cd, const char *device, int marker_id) {
+        return marker_resolve(cd, device, marker_id, false, NULL);
 }
 
 static int markers_resolve_all(struct crypt_device *cd, const char *device, unsigned *actions) {
@@ -488,10 +506,19 @@ static int replace_token(lifecycle *lc, const tg_token *t) {
         r = tg_token_to_string(t, &json);
         if (r < 0)
                 return r;
-        r = crypt_token_json_set(lc->cd, lc->token_id, json);
+        /* One write, old or new credential: a signal waits until it is done. */
+        tg_interrupt_begin();
+        r = tg_interrupt_check("before replacing the token");
+        if (r >= 0) {
+                r = crypt_token_json_set(lc->cd, lc->token_id, json);
+                if (r < 0)
+                        r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot replace token %d: %s. Nothing was changed.",
+                                         lc->token_id, strerror(-r));
+        }
+        if (tg_interrupt_end() != 0 && r >= 0)
+                log_notice("Interrupted after the change was complete: it is kept.");
         if (r < 0)
-                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot replace token %d: %s. Nothing was changed.",
-                                    lc->token_id, strerror(-r));
+                return r;
         tg_fault_point("after-token-replace");
         return 0;
 }
@@ -507,8 +534,8 @@ static int free_keyslot(struct crypt_device *cd, const char *device) {
  * New keyslot: marker, keyslot (authorized by authorization), marker bound,
  * seal + test, token switched, old keyslot destroyed, marker removed.
  */
-static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_secret *authorization,
-                               const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const tg_secret *authorization,
+                                     const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
         _cleanup_secret_ tg_secret *secret = NULL;
         _cleanup_free_ char *marker_json = NULL, *token_json = NULL;
         tg_pending_marker m = { .token = lc->token_id, .old_keyslot = lc->token.keyslot, .bound_keyslot = -1 };
@@ -529,6 +556,9 @@ static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_se
 
         /* 1. The marker, before anything it describes exists. */
         r = tg_pending_marker_to_string(&m, &marker_json);
+        if (r < 0)
+                return r;
+        r = tg_interrupt_check("before any change");
         if (r < 0)
                 return r;
         marker_id = crypt_token_json_set(lc->cd, CRYPT_ANY_TOKEN, marker_json);
@@ -556,9 +586,15 @@ static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_se
                 goto undo;
         }
         tg_fault_point("after-marker-bind");
+        r = tg_interrupt_check("after adding the new keyslot");
+        if (r < 0)
+                goto undo;
 
         /* 3. Seal, test, and prove the keyslot. */
         r = seal_and_test(lc, params, secret, new_keyslot, test, &t);
+        if (r < 0)
+                goto undo;
+        r = tg_interrupt_check("after sealing");
         if (r < 0)
                 goto undo;
         r = crypt_activate_by_passphrase(lc->cd, NULL, new_keyslot, (const char *) secret->data, secret->size, 0);
@@ -595,6 +631,18 @@ undo:
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
         else
                 log_info("Nothing was changed.");
+        return r;
+}
+
+/* SIGINT/SIGTERM/SIGHUP in between: undone at the next step (lib/interrupt.h). */
+static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_secret *authorization,
+                               const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+        int r;
+
+        tg_interrupt_begin();
+        r = move_to_new_keyslot_steps(lc, operation, authorization, params, test, ret);
+        if (tg_interrupt_end() != 0 && r >= 0)
+                log_notice("Interrupted after the change was complete: it is kept.");
         return r;
 }
 

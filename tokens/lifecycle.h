@@ -18,10 +18,11 @@
  * the recovery passphrase and with the old or the new TPM credential, and a
  * rerun completes it (docs/lifecycle.md).
  *
- * Operations that add a keyslot (rotate; reseal with the recovery
+ * Operations that add a keyslot (enroll; rotate; reseal with the recovery
  * passphrase) first write a "pending" marker token, type
  * TG_PENDING_TOKEN_TYPE, naming the token, the old keyslot and the new
- * keyslot; they bind it to the new keyslot right after adding that, and
+ * keyslot (for enroll: token and old keyslot -1, complete once a token
+ * references the new keyslot); they bind it to the new keyslot right after adding that, and
  * remove it last. A marker found later is an interrupted operation: it is
  * rolled forward when the token already points at the new keyslot (the old
  * keyslot is destroyed), rolled back otherwise (the new keyslot is
@@ -31,7 +32,7 @@
 #define TG_PENDING_TOKEN_TYPE "tpmguard-pending"
 
 typedef struct tg_pending_marker {
-        char operation[16];   /* "rotate" or "reseal" */
+        char operation[16];   /* "enroll", "rotate" or "reseal" */
         int token;            /* the tpmguard token being moved */
         int old_keyslot;      /* its keyslot before the operation */
         int new_keyslot;      /* the keyslot the operation adds */
@@ -41,6 +42,9 @@ typedef struct tg_pending_marker {
 /* Strict parser and writer of the marker token (type, keyslots, operation, token, old/new keyslot). */
 int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret);
 int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret);
+/* Completes or undoes what marker token marker_id records, then removes it (tokens/luks.c: enroll). */
+struct crypt_device;
+int tg_pending_marker_resolve(struct crypt_device *cd, const char *device, int marker_id);
 
 typedef struct tg_lifecycle_result {
         int token;            /* the token id after the operation */
