@@ -196,7 +196,9 @@ static int cmd_provision(const cli *c) {
         } else
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
-                       "  pinned in %s/%s\n",
+                       "  pinned in %s/%s\n"
+                       "Compare the EK certificate's SHA-256 fingerprint above with a second, independent reading\n"
+                       "(docs/hardware.md): a relay between this system and its TPM would show another one.\n",
                        name_hex, pinned.ek_cert_sha256, pinned.ek_template, pinned.ek_cert_issuer,
                        c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME);
         return 0;

@@ -392,16 +392,44 @@ static bool store_has_subject(STACK_OF(X509) *certs, const X509_NAME *name) {
         return false;
 }
 
+/*
+ * The Authority Information Access caIssuers URL of cert (RFC 5280 §4.2.2.1):
+ * where its issuer's certificate can be downloaded. Vendors put it in EK and
+ * intermediate certificates. Informational only: what is downloaded from it
+ * is verified like any other certificate. Returns NULL when absent.
+ */
+static char *aia_ca_issuers(X509 *cert) {
+        AUTHORITY_INFO_ACCESS *aia = X509_get_ext_d2i(cert, NID_info_access, NULL, NULL);
+        char *url = NULL;
+
+        if (!aia)
+                return NULL;
+        for (int i = 0; i < sk_ACCESS_DESCRIPTION_num(aia) && !url; i++) {
+                ACCESS_DESCRIPTION *ad = sk_ACCESS_DESCRIPTION_value(aia, i);
+                if (OBJ_obj2nid(ad->method) == NID_ad_ca_issuers && ad->location->type == GEN_URI) {
+                        const ASN1_IA5STRING *uri = ad->location->d.uniformResourceIdentifier;
+                        url = strndup((const char *) ASN1_STRING_get0_data(uri), (size_t) ASN1_STRING_length(uri));
+                }
+        }
+        AUTHORITY_INFO_ACCESS_free(aia);
+        /* Printed in a message: keep it one printable line. */
+        for (char *p = url; p && *p; p++)
+                if (*p < 0x21 || *p > 0x7e)
+                        *p = '?';
+        return url;
+}
+
 /* One message per failure class, each naming the cause and the next step. */
 static int chain_error(X509_STORE_CTX *ctx, STACK_OF(X509) *known) {
         int err = X509_STORE_CTX_get_error(ctx), depth = X509_STORE_CTX_get_error_depth(ctx);
         X509 *at = X509_STORE_CTX_get_current_cert(ctx);
-        _cleanup_free_ char *subject = NULL, *issuer = NULL;
+        _cleanup_free_ char *subject = NULL, *issuer = NULL, *aia = NULL;
         const char *what = depth == 0 ? "The EK certificate" : "A CA certificate in the EK certificate's chain";
 
         if (at) {
                 subject = name_oneline(X509_get_subject_name(at));
                 issuer = name_oneline(X509_get_issuer_name(at));
+                aia = aia_ca_issuers(at);
         }
         switch (err) {
         case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
@@ -423,13 +451,24 @@ static int chain_error(X509_STORE_CTX *ctx, STACK_OF(X509) *known) {
                 if (depth == 0)
                         return log_error_rc(-TG_ERR_EK_CERT,
                                             "The issuer \"%s\" of the EK certificate is neither in the manufacturer CA "
-                                            "store nor among the intermediates: an intermediate CA certificate is missing "
-                                            "(add it to the store or give an intermediates file), or the certificate comes "
-                                            "from another manufacturer.", strna(issuer));
+                                            "store nor among the intermediates: an intermediate CA certificate is missing, "
+                                            "or the certificate comes from another manufacturer. %s%s%sDownload that "
+                                            "certificate (from the vendor's PKI page%s), check it, and add it with "
+                                            "--ek-intermediates FILE (or put it in the --ek-ca store). See docs/hardware.md.",
+                                            strna(issuer), aia ? "The EK certificate names it at " : "",
+                                            aia ?: "", aia ? " (Authority Information Access). " : "",
+                                            aia ? " or the URL above" : "");
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "The EK certificate's chain ends at \"%s\", issued by \"%s\", which is not a trusted "
                                     "root in the manufacturer CA store: it chains to another CA, or the store lacks "
-                                    "the vendor's root certificate.", strna(subject), strna(issuer));
+                                    "the vendor's root certificate. %s%s%sIf \"%s\" is the TPM vendor's root CA, get it "
+                                    "from the vendor's PKI page%s, compare its fingerprint with the one the vendor "
+                                    "publishes, and give it with --ek-ca FILE (a missing intermediate goes into "
+                                    "--ek-intermediates FILE). See docs/hardware.md.",
+                                    strna(subject), strna(issuer),
+                                    aia ? "That certificate names its issuer's certificate at " : "", aia ?: "",
+                                    aia ? " (Authority Information Access). " : "", strna(issuer),
+                                    aia ? " or the URL above" : "");
         case X509_V_ERR_CERT_HAS_EXPIRED:
                 return log_error_rc(-TG_ERR_EK_CERT, "%s (%s) has expired. Check the system clock; "
                                     "an expired EK certificate cannot be used.", what, strna(subject));
@@ -516,6 +555,9 @@ int tg_ek_trust_load(const char *ca_store, const char *intermediates_file, tg_ek
 
 int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert) {
         _cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+        _cleanup_free_ char *fingerprint = NULL;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int md_size = 0;
 
         if (!ctx)
                 return -TG_ERR_NOMEM;
@@ -536,6 +578,9 @@ int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert) {
                 return 0;
         }
         ERR_clear_error();
+        /* The owner can compare it with a second, independent reading of the EK certificate. */
+        if (X509_digest(cert, EVP_sha256(), md, &md_size) == 1 && tg_hex_encode(md, md_size, &fingerprint) >= 0)
+                log_error("The EK certificate (SHA-256 fingerprint %s) does not verify:", fingerprint);
         return chain_error(ctx, trust->known);
 }
 
