@@ -235,10 +235,15 @@ static int record_verify_result(const tg_config *config, const char *text) {
         _cleanup_free_ char *path = NULL;
 
         if (mkdir(config->cache_dir, 0700) < 0 && errno != EEXIST)
-                return log_error_rc(-TG_ERR_IO, "Cannot create %s: %m", config->cache_dir);
+                return log_error_rc(-TG_ERR_IO, "The TPM verification itself is done, but its record cannot be "
+                                    "written: cannot create %s: %m (cache_dir in tpmguard.conf; run as root).",
+                                    config->cache_dir);
         if (tg_asprintf(&path, "%s/boot-verify.json", config->cache_dir) < 0)
                 return -TG_ERR_NOMEM;
-        return tg_write_file_atomic(path, text, strlen(text), 0600);
+        if (tg_write_file_atomic(path, text, strlen(text), 0600) < 0)
+                return log_error_rc(-TG_ERR_IO, "The TPM verification itself is done, but its record %s cannot be "
+                                    "written (cache_dir in tpmguard.conf; run as root).", path);
+        return 0;
 }
 
 static int cmd_verify(const cli *c) {
@@ -267,8 +272,14 @@ static int cmd_verify(const cli *c) {
         text = json_object_to_json_string_ext(json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (c->record) {
                 q = record_verify_result(config, text);
-                if (q < 0 && r >= 0)
-                        r = q;
+                if (q < 0 && r >= 0) {
+                        /* Not a verification failure: say what failed. */
+                        if (c->json)
+                                printf("%s\n", text);
+                        else
+                                printf("TPM verified, but the record in %s was not written (see above).\n", config->cache_dir);
+                        return q;
+                }
         }
         if (c->json)
                 printf("%s\n", text);
@@ -312,8 +323,10 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
                             "unlocks the volume.");
         } else {
                 r = tg_pin_read(c->pin_file, "New TPM PIN: ", true, &pin);
-                if (r < 0)
+                if (r == -TG_ERR_CANCELLED)
                         return log_error_rc(r, "No PIN given. Use --no-pin to enroll without one.");
+                if (r < 0)
+                        return log_error_rc(r, "Cannot read the new PIN: %s (see above).", tg_err_str(r));
         }
         if (c->owner_auth_file) {
                 r = tg_pin_read(c->owner_auth_file, "Owner hierarchy password: ", false, &owner);
@@ -560,7 +573,16 @@ static int cmd_reseal(const cli *c) {
                         r = tg_pcr_value_parse(c->pcr_values[i], &explicit_values);
                 p.explicit_values = &explicit_values;
         }
-        if (r >= 0)
+        if (r >= 0 && c->unlock_key_file && t.pin) {
+                /*
+                 * Authorized by the passphrase, nothing is unsealed: the PIN
+                 * typed here becomes the PIN of the new seal (a forgotten PIN
+                 * is replaced this way), so it is asked twice like any new PIN.
+                 */
+                r = tg_pin_read(c->pin_file, "New TPM PIN (the old PIN is not needed with --unlock-key-file): ", true, &pin);
+                if (r < 0)
+                        r = log_error_rc(r, "The new seal needs a PIN (terminal, or --pin-file F).");
+        } else if (r >= 0)
                 r = read_current_pin(c, &t, &pin);
         explicit_bzero(&t, sizeof t);
         if (r < 0)

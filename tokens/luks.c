@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <sys/stat.h>
 
 #include "error.h"
 #include "fault.h"
@@ -13,8 +14,14 @@
 
 int tg_luks_open(const char *device, struct crypt_device **ret) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
+        struct stat st;
         int r;
 
+        /* libcryptsetup says "Block device required" for a path that does not exist: name the real cause. */
+        if (stat(device, &st) < 0)
+                return log_error_rc(errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO, "Cannot open %s: %m", device);
+        if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
+                return log_error_rc(-TG_ERR_INVALID, "%s is neither a block device nor an image file.", device);
         r = crypt_init(&cd, device);
         if (r < 0)
                 return log_error_rc(-TG_ERR_NOT_FOUND, "Cannot open %s: %s", device, strerror(-r));
