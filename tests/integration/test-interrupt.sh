@@ -23,6 +23,12 @@ flush_dead_process() {
                 TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext "$t" >/dev/null 2>&1 || true
         done
 }
+# header_is KEYSLOTS TOKENS MARKERS
+header_is() {
+        [ "$(active_keyslots)" = "$1" ] || return 1
+        [ "$(tpmguard_tokens)" = "$2" ] || return 1
+        [ "$(pending_markers)" = "$3" ]
+}
 enroll() {
         "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
 }
@@ -44,12 +50,12 @@ enroll_sigint_at_every_point() {
                 fi
                 case $rc in
                 0)      # interrupted after the token write: complete, and nothing left over
-                        [ "$(tpmguard_tokens)" = 1 ] && [ "$(active_keyslots)" = 2 ] && [ "$(pending_markers)" = 0 ] ||
+                        header_is 2 1 0 ||
                                 { cat "$WORK/out" >&2; echo "# point $n: completed but the header is inconsistent" >&2; return 1; }
                         echo "# point $n: interrupted after the last write; the enrollment is kept" >&2
                         break ;;
                 18 | 130)
-                        [ "$(active_keyslots)" = 1 ] && [ "$(tpmguard_tokens)" = 0 ] && [ "$(pending_markers)" = 0 ] ||
+                        header_is 1 0 0 ||
                                 { cat "$WORK/out" >&2; echo "# point $n: exit $rc left keyslots=$(active_keyslots) tokens=$(tpmguard_tokens) markers=$(pending_markers)" >&2; return 1; }
                         [ "$rc" = 18 ] && undone=$((undone + 1))
                         ;;
@@ -79,11 +85,11 @@ enroll_crash_is_reported_and_cleaned_up() {
         expect_exit 99 env TPMGUARD_FAULT_INJECT_AT="$point" "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
                 --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
         flush_dead_process
-        [ "$(active_keyslots)" = 2 ] && [ "$(pending_markers)" = 1 ] || { echo "# the crash left no keyslot/marker" >&2; return 1; }
+        header_is 2 0 1 || { echo "# the crash left no keyslot/marker" >&2; return 1; }
         expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
         expect_in "enroll" "$OUT"
         expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
-        [ "$(active_keyslots)" = 1 ] && [ "$(pending_markers)" = 0 ] ||
+        header_is 1 0 0 ||
                 { echo "# cleanup left keyslots=$(active_keyslots) markers=$(pending_markers)" >&2; return 1; }
         recovery_opens "$WORK/disk.img"
 }
@@ -101,7 +107,7 @@ rotate_sigint_keeps_old_or_new() {
                 TPMGUARD_FAULT_SIGNAL_AT=$n "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img" >"$WORK/out" 2>&1 || rc=$?
                 flush_dead_process
                 grep -q "fault-injection: SIGINT at point $n" "$WORK/out" || break
-                [ "$(active_keyslots)" = 2 ] && [ "$(tpmguard_tokens)" = 1 ] && [ "$(pending_markers)" = 0 ] ||
+                header_is 2 1 0 ||
                         { cat "$WORK/out" >&2; echo "# point $n: exit $rc left keyslots=$(active_keyslots) markers=$(pending_markers)" >&2; return 1; }
                 case $rc in 0 | 18 | 130) ;; *) cat "$WORK/out" >&2; echo "# point $n: exit $rc" >&2; return 1 ;; esac
                 n=$((n + 1))

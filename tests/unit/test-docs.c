@@ -141,12 +141,15 @@ static void test_conf_as_shipped(void **state) {
         assert_int_equal(shipped->kernel_null_name, defaults->kernel_null_name);
         assert_int_equal(shipped->pcr_bank, defaults->pcr_bank);
         assert_int_equal(shipped->pcr_mask, defaults->pcr_mask);
+        assert_int_equal(shipped->pin_tries, defaults->pin_tries);
+        assert_int_equal(shipped->pin_da_reserve, defaults->pin_da_reserve);
         free(text);
 }
 
 static void test_conf_uncommented(void **state) {
         static const char *const settings[] = {
                 "tcti", "kernel_null_name", "null_name_path", "ek_ca", "state_dir", "cache_dir", "pcr_bank", "pcrs",
+                "pin_tries", "pin_da_reserve",
         };
         _cleanup_config_ tg_config *all = NULL, *defaults = NULL;
         char *text = read_text(conf_path), *out = calloc(1, strlen(text) + 1), *save = NULL;
@@ -183,6 +186,8 @@ static void test_conf_uncommented(void **state) {
         assert_int_equal(all->kernel_null_name, defaults->kernel_null_name);
         assert_int_equal(all->pcr_bank, defaults->pcr_bank);
         assert_int_equal(all->pcr_mask, defaults->pcr_mask);
+        assert_int_equal(all->pin_tries, defaults->pin_tries);
+        assert_int_equal(all->pin_da_reserve, defaults->pin_da_reserve);
         free(out);
         free(text);
 }
