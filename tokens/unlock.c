@@ -2,6 +2,7 @@
 #include <openssl/evp.h>
 #include <string.h>
 
+#include "binding.h"
 #include "config.h"
 #include "error.h"
 #include "log.h"
@@ -42,8 +43,8 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
         return NULL;
 }
 
-int tg_unlock_token_json(const char *token_json, const tg_secret *pin, tg_pin_attempts *attempts,
-                         tg_secret **ret_passphrase) {
+int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
+                         tg_pin_attempts *attempts, tg_secret **ret_passphrase) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_secret_ tg_secret *secret = NULL;
@@ -115,6 +116,13 @@ int tg_unlock_token_json(const char *token_json, const tg_secret *pin, tg_pin_at
         }
         if (r < 0)
                 return r;
+        /* The secret goes to libcryptsetup only for the volume enrolled here
+         * (tokens/binding.h: decoy volumes). */
+        if (cd) {
+                r = tg_volume_binding_check(config->state_dir, cd, token.keyslot, secret);
+                if (r < 0)
+                        return r;
+        }
         *ret_passphrase = TAKE_PTR(secret);
         return 0;
 }

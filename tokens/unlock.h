@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <libcryptsetup.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -25,8 +26,10 @@ typedef struct tg_pin_attempts {
 /*
  * The whole unlock path behind the token plugin: configuration from /etc
  * (never from the token), token JSON validated, TPM verified, secret
- * unsealed over verified sessions. pin may be NULL. attempts may be NULL
- * (then every wrong PIN is final).
+ * unsealed over verified sessions, then checked against the volume binding
+ * of cd (tokens/binding.h; skipped when cd is NULL, for tests that have no
+ * volume). pin may be NULL. attempts may be NULL (then every wrong PIN is
+ * final).
  *
  * The PIN retry policy (tpmguard.conf pin_tries, pin_da_reserve): a wrong PIN
  * returns -TG_ERR_PIN_RETRY (libcryptsetup asks again) while fewer than
@@ -39,10 +42,10 @@ typedef struct tg_pin_attempts {
  * Returns the keyslot passphrase, or one of: -TG_ERR_PIN_NEEDED,
  * -TG_ERR_PIN_RETRY, -TG_ERR_BAD_PIN, -TG_ERR_LOCKOUT, -TG_ERR_PCR_MISMATCH,
  * -TG_ERR_INTERPOSER, -TG_ERR_NOT_PROVISIONED, -TG_ERR_NO_NULL_NAME,
- * -TG_ERR_TPM_UNREACHABLE, -TG_ERR_TOKEN, -TG_ERR_TPM, ...
+ * -TG_ERR_TPM_UNREACHABLE, -TG_ERR_TOKEN, -TG_ERR_TPM, -TG_ERR_VOLUME_BINDING, ...
  */
-int tg_unlock_token_json(const char *token_json, const tg_secret *pin, tg_pin_attempts *attempts,
-                         tg_secret **ret_passphrase);
+int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
+                         tg_pin_attempts *attempts, tg_secret **ret_passphrase);
 
 /* The number of DA tries an unlock may still spend: remaining minus reserve, 0 when none. */
 unsigned tg_pin_da_spendable(bool in_lockout, uint32_t failures, uint32_t max_failures, unsigned reserve);
