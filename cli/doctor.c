@@ -32,6 +32,7 @@
 #include "subprocess.h"
 #include "tpm.h"
 #include "util.h"
+#include "tpmguard-config.h"
 
 #define DOCTOR_DETAIL_MAX 4096u
 
@@ -234,8 +235,9 @@ static void set_next_for_error(doctor *d, tg_doctor_check *c, int r) {
                          "cannot be detected.", conf);
                 break;
         case TG_ERR_NOT_PROVISIONED:
-                set_next(d, c, "Run 'tpmguard provision' on a system you trust (it needs the TPM manufacturer's CA "
-                         "certificates: set ek_ca in %s or give --ek-ca), then rebuild the initrd.", conf);
+                set_next(d, c, "Run 'tpmguard provision' on a system you trust (it checks the EK certificate against "
+                         "the TPM manufacturers' CAs of ek_ca in %s, by default the ones tpmguard ships), then "
+                         "rebuild the initrd.", conf);
                 break;
         case TG_ERR_TPM_UNREACHABLE:
                 set_next(d, c, "Check that the TPM is enabled in the firmware setup and that its device exists "
@@ -251,9 +253,10 @@ static void set_next_for_error(doctor *d, tg_doctor_check *c, int r) {
                 break;
         case TG_ERR_EK_CERT:
         case TG_ERR_EK_PROOF:
-                set_next(d, c, "Make sure ek_ca in %s holds the TPM manufacturer's root and intermediate CA "
-                         "certificates. If the TPM or its certificate changed, run 'tpmguard provision' again on "
-                         "a system you trust; an unexplained change means the TPM is not the one provisioned.", conf);
+                set_next(d, c, "Make sure ek_ca in %s reaches the TPM manufacturer's root and intermediate CA "
+                         "certificates (add missing ones to " TPMGUARD_EK_CA_LOCAL_DIR ", and check its distrust "
+                         "list). If the TPM or its certificate changed, run 'tpmguard provision' again on a system "
+                         "you trust; an unexplained change means the TPM is not the one provisioned.", conf);
                 break;
         case TG_ERR_INVALID:
         case TG_ERR_CONFIG:
@@ -444,7 +447,8 @@ static void check_provisioning(doctor *d) {
 
 static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
         _cleanup_(X509_freep) X509 *cert = NULL;
-        _cleanup_free_ char *hex = NULL;
+        _cleanup_(tg_ek_anchor_done) tg_ek_anchor anchor = {};
+        _cleanup_free_ char *hex = NULL, *anchor_hex = NULL;
         unsigned char *der = NULL;
         uint8_t digest[32];
         unsigned int digest_len = 0;
@@ -457,9 +461,15 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                 return;
         }
         if (d->pinned.ek_nv_index == 0) {
-                add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0,
-                          "Not re-checked: the EK certificate was given as a file at provisioning, not read from "
-                          "the TPM.");
+                if (d->pinned.ek_anchor_vendor[0])
+                        add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0,
+                                  "Not re-checked: the EK certificate was given as a file at provisioning, not read "
+                                  "from the TPM. At provisioning it chained to the %s root CA (SHA-256 %s).",
+                                  d->pinned.ek_anchor_vendor, d->pinned.ek_anchor_sha256);
+                else
+                        add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0,
+                                  "Not re-checked: the EK certificate was given as a file at provisioning, not read "
+                                  "from the TPM.");
                 return;
         }
         snprintf(nv, sizeof nv, "NV 0x%08x", d->pinned.ek_nv_index);
@@ -488,7 +498,11 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                 _cleanup_(tg_ek_trust_freep) tg_ek_trust *trust = NULL;
                 r = tg_ek_trust_load(d->config->ek_ca, NULL, &trust);
                 if (r >= 0)
-                        r = tg_ek_cert_verify(trust, cert);
+                        r = tg_ek_trust_add_nv_chain(trust, tpm);
+                if (r >= 0)
+                        r = tg_ek_cert_verify_anchor(trust, cert, &anchor);
+                if (r >= 0 && tg_hex_encode(anchor.sha256, sizeof anchor.sha256, &anchor_hex) < 0)
+                        r = -TG_ERR_NOMEM;
         }
         capture_end();
         if (r < 0) {
@@ -500,7 +514,8 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                 return;
         }
         add_check(d, "ek-certificate", nv, TG_DOCTOR_OK, 0,
-                  "The EK certificate is the one proven at provisioning and chains to %s.", d->config->ek_ca);
+                  "The EK certificate is the one proven at provisioning and chains to the %s root CA \"%s\" "
+                  "(SHA-256 %s) of %s.", anchor.vendor, anchor.subject, anchor_hex, d->config->ek_ca);
 }
 
 static void check_tpm(doctor *d) {

@@ -269,6 +269,8 @@ static int cmd_provision(const cli *c) {
                 json_object_object_add(o_json, "ek_nv_index", json_object_new_int64(pinned.ek_nv_index));
                 json_object_object_add(o_json, "ek_certificate_sha256", json_object_new_string(pinned.ek_cert_sha256));
                 json_object_object_add(o_json, "ek_certificate_issuer", json_object_new_string(pinned.ek_cert_issuer));
+                json_object_object_add(o_json, "ek_anchor_vendor", json_object_new_string(pinned.ek_anchor_vendor));
+                json_object_object_add(o_json, "ek_anchor_sha256", json_object_new_string(pinned.ek_anchor_sha256));
                 json_object_object_add(o_json, "state_dir",
                                        json_object_new_string(c->output_dir ?: config->state_dir));
                 printf("%s\n", json_object_to_json_string_ext(o_json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -276,10 +278,12 @@ static int cmd_provision(const cli *c) {
         } else
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
+                       "  anchored by the %s root CA with SHA-256 %s\n"
                        "  pinned in %s/%s\n"
                        "Compare the EK certificate's SHA-256 fingerprint above with a second, independent reading\n"
                        "(docs/hardware.md): a relay between this system and its TPM would show another one.\n",
                        name_hex, pinned.ek_cert_sha256, pinned.ek_template, pinned.ek_cert_issuer,
+                       pinned.ek_anchor_vendor, pinned.ek_anchor_sha256,
                        c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME);
         return 0;
 }

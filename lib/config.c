@@ -128,8 +128,10 @@ static int config_defaults(tg_config **ret) {
                 return -TG_ERR_NOMEM;
         c->tcti = strdup(TG_DEFAULT_TCTI);
         c->state_dir = strdup(TPMGUARD_STATE_DIR);
+        /* The TPM manufacturers' CAs tpmguard ships, then the administrator's additions and distrust list. */
+        c->ek_ca = strdup(TPMGUARD_EK_CA_DIR " " TPMGUARD_EK_CA_LOCAL_DIR);
         c->cache_dir = strdup(TG_DEFAULT_CACHE_DIR);
-        if (!c->tcti || !c->state_dir || !c->cache_dir)
+        if (!c->tcti || !c->state_dir || !c->cache_dir || !c->ek_ca)
                 return -TG_ERR_NOMEM;
         c->kernel_null_name = TG_NULL_NAME_REQUIRED;
         c->pcr_bank = TPM2_ALG_SHA256;

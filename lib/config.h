@@ -20,7 +20,8 @@ typedef struct tg_config {
         char *tcti;            /* TCTI configuration; default device:/dev/tpmrm0 */
         char *state_dir;       /* where the pinned EK signing key lives */
         char *null_name_path;  /* kernel null_name file; NULL → sysfs of tpm0 via libsystemd */
-        char *ek_ca;           /* manufacturer CA store: a PEM file or a directory of them */
+        char *ek_ca;           /* manufacturer CA stores, whitespace-separated: PEM files or directories;
+                                * default: the shipped store and /etc/tpmguard/ek-ca */
         char *cache_dir;       /* per-boot verification cache; default /run/tpmguard */
         tg_null_name_policy kernel_null_name;
         uint16_t pcr_bank;     /* TPM2_ALG_SHA256 by default */

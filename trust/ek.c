@@ -9,6 +9,7 @@
 #include <assert.h>
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <openssl/core_names.h>
 #include <openssl/err.h>
 #include <openssl/kdf.h>
@@ -17,9 +18,11 @@
 #include <openssl/x509v3.h>
 #include <tss2/tss2_rc.h>
 
+#include "ek-store.h"
 #include "ek.h"
 #include "error.h"
 #include "log.h"
+#include "tpmguard-config.h"
 #include "util.h"
 
 /* A certificate larger than this in NV or in a file is not an EK certificate. */
@@ -89,6 +92,7 @@ void tg_ek_result_done(tg_ek_result *r) {
                 return;
         free(r->cert_subject);
         free(r->cert_issuer);
+        tg_ek_anchor_done(&r->anchor);
         *r = (tg_ek_result) {};
 }
 
@@ -241,12 +245,17 @@ int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret) {
                                     "The EK certificate is truncated: its DER header announces %zu bytes, %zu are present.",
                                     header + content, size);
         total = header + content;
-        /* Some TPMs store the certificate zero-padded to the NV index size. Only zeros may follow. */
+        /*
+         * Some TPMs store the certificate padded to the NV index size: with
+         * zeros, or with 0xFF (erased flash; STMicroelectronics ST33 parts,
+         * see tests/data/ek-samples). Only one padding byte value, repeated,
+         * may follow.
+         */
         for (size_t i = total; i < size; i++)
-                if (buf[i] != 0)
+                if (buf[i] != buf[total] || (buf[i] != 0x00 && buf[i] != 0xff))
                         return log_error_rc(-TG_ERR_EK_CERT,
-                                            "The EK certificate is followed by %zu bytes that are not zero padding.",
-                                            size - total);
+                                            "The EK certificate is followed by %zu bytes that are not padding "
+                                            "(all 0x00 or all 0xFF).", size - total);
         *ret = total;
         return 0;
 }
@@ -346,23 +355,28 @@ static int load_certs(const char *path, STACK_OF(X509) *out) {
         return n;
 }
 
-static int load_ca_store(const char *ca_store, STACK_OF(X509) *out) {
+/* What one store of the ek_ca list contributes: certificates, and from a directory its manifest and distrust list. */
+static int load_ca_store(const char *ca_store, STACK_OF(X509) *out, tg_ek_manifest **ret_manifest,
+                         tg_ek_fingerprints *distrust) {
         struct stat st;
         int r;
 
         if (stat(ca_store, &st) < 0)
-                return log_error_rc(-TG_ERR_EK_CERT,
+                return log_error_rc(-TG_ERR_NOT_FOUND,
                                     "The manufacturer CA store %s does not exist: install the TPM vendor's EK CA "
                                     "certificates there, or point the configuration at them.", ca_store);
         if (S_ISDIR(st.st_mode)) {
                 _cleanup_(closedirp) DIR *d = opendir(ca_store);
+                _cleanup_free_ char *manifest_path = NULL, *distrust_path = NULL;
                 struct dirent *de;
                 if (!d)
                         return log_error_rc(-TG_ERR_EK_CERT, "Cannot open the CA store directory %s.", ca_store);
                 while ((de = readdir(d))) {
                         _cleanup_free_ char *path = NULL;
                         struct stat fst;
-                        if (de->d_name[0] == '.')
+                        /* The manifest and the distrust list are not certificates (ek-store.h). */
+                        if (de->d_name[0] == '.' || strcmp(de->d_name, TG_EK_STORE_MANIFEST) == 0 ||
+                            strcmp(de->d_name, TG_EK_STORE_DISTRUST) == 0)
                                 continue;
                         if (asprintf(&path, "%s/%s", ca_store, de->d_name) < 0)
                                 return -TG_ERR_NOMEM;
@@ -374,14 +388,20 @@ static int load_ca_store(const char *ca_store, STACK_OF(X509) *out) {
                         if (r == 0)
                                 log_debug("%s holds no certificate, ignored.", path);
                 }
+                if (asprintf(&manifest_path, "%s/" TG_EK_STORE_MANIFEST, ca_store) < 0 ||
+                    asprintf(&distrust_path, "%s/" TG_EK_STORE_DISTRUST, ca_store) < 0)
+                        return -TG_ERR_NOMEM;
+                r = tg_ek_manifest_load(manifest_path, ret_manifest);
+                if (r < 0 && r != -TG_ERR_NOT_FOUND)
+                        return -TG_ERR_EK_CERT;
+                r = tg_ek_fingerprints_load(distrust, distrust_path);
+                if (r < 0)
+                        return r;
         } else {
                 r = load_certs(ca_store, out);
                 if (r < 0)
                         return r;
         }
-        if (sk_X509_num(out) == 0)
-                return log_error_rc(-TG_ERR_EK_CERT,
-                                    "The manufacturer CA store %s holds no certificate.", ca_store);
         return 0;
 }
 
@@ -392,44 +412,16 @@ static bool store_has_subject(STACK_OF(X509) *certs, const X509_NAME *name) {
         return false;
 }
 
-/*
- * The Authority Information Access caIssuers URL of cert (RFC 5280 §4.2.2.1):
- * where its issuer's certificate can be downloaded. Vendors put it in EK and
- * intermediate certificates. Informational only: what is downloaded from it
- * is verified like any other certificate. Returns NULL when absent.
- */
-static char *aia_ca_issuers(X509 *cert) {
-        AUTHORITY_INFO_ACCESS *aia = X509_get_ext_d2i(cert, NID_info_access, NULL, NULL);
-        char *url = NULL;
-
-        if (!aia)
-                return NULL;
-        for (int i = 0; i < sk_ACCESS_DESCRIPTION_num(aia) && !url; i++) {
-                ACCESS_DESCRIPTION *ad = sk_ACCESS_DESCRIPTION_value(aia, i);
-                if (OBJ_obj2nid(ad->method) == NID_ad_ca_issuers && ad->location->type == GEN_URI) {
-                        const ASN1_IA5STRING *uri = ad->location->d.uniformResourceIdentifier;
-                        url = strndup((const char *) ASN1_STRING_get0_data(uri), (size_t) ASN1_STRING_length(uri));
-                }
-        }
-        AUTHORITY_INFO_ACCESS_free(aia);
-        /* Printed in a message: keep it one printable line. */
-        for (char *p = url; p && *p; p++)
-                if (*p < 0x21 || *p > 0x7e)
-                        *p = '?';
-        return url;
-}
-
 /* One message per failure class, each naming the cause and the next step. */
 static int chain_error(X509_STORE_CTX *ctx, STACK_OF(X509) *known) {
         int err = X509_STORE_CTX_get_error(ctx), depth = X509_STORE_CTX_get_error_depth(ctx);
         X509 *at = X509_STORE_CTX_get_current_cert(ctx);
-        _cleanup_free_ char *subject = NULL, *issuer = NULL, *aia = NULL;
+        _cleanup_free_ char *subject = NULL, *issuer = NULL;
         const char *what = depth == 0 ? "The EK certificate" : "A CA certificate in the EK certificate's chain";
 
         if (at) {
                 subject = name_oneline(X509_get_subject_name(at));
                 issuer = name_oneline(X509_get_issuer_name(at));
-                aia = aia_ca_issuers(at);
         }
         switch (err) {
         case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
@@ -451,24 +443,13 @@ static int chain_error(X509_STORE_CTX *ctx, STACK_OF(X509) *known) {
                 if (depth == 0)
                         return log_error_rc(-TG_ERR_EK_CERT,
                                             "The issuer \"%s\" of the EK certificate is neither in the manufacturer CA "
-                                            "store nor among the intermediates: an intermediate CA certificate is missing, "
-                                            "or the certificate comes from another manufacturer. %s%s%sDownload that "
-                                            "certificate (from the vendor's PKI page%s), check it, and add it with "
-                                            "--ek-intermediates FILE (or put it in the --ek-ca store). See docs/hardware.md.",
-                                            strna(issuer), aia ? "The EK certificate names it at " : "",
-                                            aia ?: "", aia ? " (Authority Information Access). " : "",
-                                            aia ? " or the URL above" : "");
+                                            "store nor among the intermediates: an intermediate CA certificate is missing "
+                                            "(add it to the store or give an intermediates file), or the certificate comes "
+                                            "from another manufacturer.", strna(issuer));
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "The EK certificate's chain ends at \"%s\", issued by \"%s\", which is not a trusted "
                                     "root in the manufacturer CA store: it chains to another CA, or the store lacks "
-                                    "the vendor's root certificate. %s%s%sIf \"%s\" is the TPM vendor's root CA, get it "
-                                    "from the vendor's PKI page%s, compare its fingerprint with the one the vendor "
-                                    "publishes, and give it with --ek-ca FILE (a missing intermediate goes into "
-                                    "--ek-intermediates FILE). See docs/hardware.md.",
-                                    strna(subject), strna(issuer),
-                                    aia ? "That certificate names its issuer's certificate at " : "", aia ?: "",
-                                    aia ? " (Authority Information Access). " : "", strna(issuer),
-                                    aia ? " or the URL above" : "");
+                                    "the vendor's root certificate.", strna(subject), strna(issuer));
         case X509_V_ERR_CERT_HAS_EXPIRED:
                 return log_error_rc(-TG_ERR_EK_CERT, "%s (%s) has expired. Check the system clock; "
                                     "an expired EK certificate cannot be used.", what, strna(subject));
@@ -487,9 +468,13 @@ static int chain_error(X509_STORE_CTX *ctx, STACK_OF(X509) *known) {
 }
 
 struct tg_ek_trust {
-        X509_STORE *anchors;       /* the store's self-signed roots */
-        STACK_OF(X509) *known;     /* every certificate of the store, for diagnostics */
-        STACK_OF(X509) *untrusted; /* the store's other certificates plus the intermediates file */
+        X509_STORE *anchors;       /* the stores' self-signed roots */
+        STACK_OF(X509) *known;     /* every certificate of the stores, for diagnostics */
+        STACK_OF(X509) *untrusted; /* the stores' other certificates plus the intermediates file */
+        STACK_OF(X509) *distrusted; /* certificates dropped by a distrust list, for diagnostics */
+        tg_ek_manifest **manifests; /* of the store directories that have one: vendor names */
+        size_t n_manifests;
+        tg_ek_fingerprints distrust; /* every store's distrust lists, for helpers added later */
 };
 
 void tg_ek_trust_free(tg_ek_trust *t) {
@@ -498,29 +483,117 @@ void tg_ek_trust_free(tg_ek_trust *t) {
         X509_STORE_free(t->anchors);
         sk_X509_pop_free(t->known, X509_free);
         sk_X509_pop_free(t->untrusted, X509_free);
+        sk_X509_pop_free(t->distrusted, X509_free);
+        for (size_t i = 0; i < t->n_manifests; i++)
+                tg_ek_manifest_free(t->manifests[i]);
+        free(t->manifests);
+        tg_ek_fingerprints_done(&t->distrust);
         free(t);
 }
 
-int tg_ek_trust_load(const char *ca_store, const char *intermediates_file, tg_ek_trust **ret) {
+void tg_ek_anchor_done(tg_ek_anchor *a) {
+        if (!a)
+                return;
+        free(a->vendor);
+        free(a->subject);
+        *a = (tg_ek_anchor) {};
+}
+
+static bool cert_sha256(X509 *c, uint8_t out[32]) {
+        unsigned len = 0;
+        bool ok = X509_digest(c, EVP_sha256(), out, &len) == 1 && len == 32;
+        ERR_clear_error();
+        return ok;
+}
+
+/* Drops the certificates of certs whose fingerprint is distrusted, into dropped. */
+static int apply_distrust(STACK_OF(X509) *certs, const tg_ek_fingerprints *distrust, STACK_OF(X509) *dropped) {
+        for (int i = sk_X509_num(certs) - 1; i >= 0; i--) {
+                X509 *c = sk_X509_value(certs, i);
+                uint8_t fp[32];
+                if (!cert_sha256(c, fp))
+                        return -TG_ERR_NOMEM;
+                if (!tg_ek_fingerprints_contain(distrust, fp))
+                        continue;
+                (void) sk_X509_delete(certs, i);
+                if (!sk_X509_push(dropped, c)) {
+                        X509_free(c);
+                        return -TG_ERR_NOMEM;
+                }
+        }
+        return 0;
+}
+
+int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_ek_trust **ret) {
         _cleanup_(tg_ek_trust_freep) tg_ek_trust *t = NULL;
+        _cleanup_free_ char *list = NULL;
+        char *save = NULL;
+        size_t n_stores = 0, n_missing = 0;
         int r, anchors = 0;
 
-        if (!ca_store)
+        if (!ca_stores || strspn(ca_stores, " \t") == strlen(ca_stores))
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "No manufacturer CA store is configured: an EK certificate cannot be trusted "
                                     "without one. Install the TPM vendor's EK CA certificates and configure them.");
         t = calloc(1, sizeof *t);
-        if (!t)
+        list = strdup(ca_stores);
+        if (!t || !list)
                 return -TG_ERR_NOMEM;
         t->anchors = X509_STORE_new();
         t->known = sk_X509_new_null();
         t->untrusted = sk_X509_new_null();
-        if (!t->anchors || !t->known || !t->untrusted)
+        t->distrusted = sk_X509_new_null();
+        if (!t->anchors || !t->known || !t->untrusted || !t->distrusted)
                 return -TG_ERR_NOMEM;
 
-        r = load_ca_store(ca_store, t->known);
+        /*
+         * ek_ca is a list: the shipped store (/usr/share/tpmguard/ek-ca) and
+         * the administrator's (/etc/tpmguard/ek-ca) by default. A store of
+         * the list that does not exist only removes trust, so it is skipped;
+         * a list none of whose stores exists is an error, as is a single
+         * store that does not exist (a mistyped --ek-ca).
+         */
+        for (char *path = strtok_r(list, " \t", &save); path; path = strtok_r(NULL, " \t", &save))
+                n_stores++;
+        free(list);
+        list = strdup(ca_stores);
+        if (!list)
+                return -TG_ERR_NOMEM;
+        for (char *path = strtok_r(list, " \t", &save); path; path = strtok_r(NULL, " \t", &save)) {
+                tg_ek_manifest *m = NULL;
+                if (n_stores > 1 && access(path, F_OK) < 0) {
+                        log_debug("The manufacturer CA store %s does not exist, skipped.", path);
+                        n_missing++;
+                        continue;
+                }
+                r = load_ca_store(path, t->known, &m, &t->distrust);
+                if (r == -TG_ERR_NOT_FOUND)
+                        return -TG_ERR_EK_CERT;
+                if (r < 0)
+                        return r;
+                if (m) {
+                        tg_ek_manifest **grown = reallocarray(t->manifests, t->n_manifests + 1, sizeof(tg_ek_manifest *));
+                        if (!grown) {
+                                tg_ek_manifest_free(m);
+                                return -TG_ERR_NOMEM;
+                        }
+                        t->manifests = grown;
+                        t->manifests[t->n_manifests++] = m;
+                }
+        }
+        if (n_missing == n_stores)
+                return log_error_rc(-TG_ERR_EK_CERT,
+                                    "None of the manufacturer CA stores \"%s\" exists: install the TPM vendor's EK CA "
+                                    "certificates (tpmguard ships them in its default store), or point ek_ca or "
+                                    "--ek-ca at them.", ca_stores);
+        /* The administrator's distrust list wins over every store: the CA is gone as anchor and as helper. */
+        r = apply_distrust(t->known, &t->distrust, t->distrusted);
         if (r < 0)
                 return r;
+        if (sk_X509_num(t->known) == 0)
+                return log_error_rc(-TG_ERR_EK_CERT,
+                                    "The manufacturer CA store %s holds no certificate%s.", ca_stores,
+                                    sk_X509_num(t->distrusted) > 0 ? " that is not distrusted" : "");
         /*
          * Only self-signed certificates of the store are trust anchors. The
          * store's other certificates (and the intermediates file) only help
@@ -540,7 +613,7 @@ int tg_ek_trust_load(const char *ca_store, const char *intermediates_file, tg_ek
         if (anchors == 0)
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "The manufacturer CA store %s holds no self-signed root CA certificate: add the "
-                                    "vendor's root CA.", ca_store);
+                                    "vendor's root CA.", ca_stores);
         if (intermediates_file) {
                 r = load_certs(intermediates_file, t->untrusted);
                 if (r < 0)
@@ -548,16 +621,138 @@ int tg_ek_trust_load(const char *ca_store, const char *intermediates_file, tg_ek
                 if (r == 0)
                         return log_error_rc(-TG_ERR_EK_CERT, "The intermediates file %s holds no certificate.",
                                             intermediates_file);
+                r = apply_distrust(t->untrusted, &t->distrust, t->distrusted);
+                if (r < 0)
+                        return r;
         }
+        log_debug("EK trust: %d anchors, %d intermediates, %d distrusted, from \"%s\".", anchors,
+                  sk_X509_num(t->untrusted), sk_X509_num(t->distrusted), ca_stores);
         *ret = TAKE_PTR(t);
         return 0;
 }
 
-int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert) {
+int tg_ek_trust_add_untrusted(tg_ek_trust *t, X509 *cert) {
+        uint8_t fp[32];
+
+        if (!cert_sha256(cert, fp))
+                return -TG_ERR_NOMEM;
+        /* A distrusted CA stays out, wherever it comes from. */
+        if (tg_ek_fingerprints_contain(&t->distrust, fp)) {
+                if (!X509_add_cert(t->distrusted, cert, X509_ADD_FLAG_UP_REF))
+                        return -TG_ERR_NOMEM;
+                return 0;
+        }
+        if (!X509_add_cert(t->untrusted, cert, X509_ADD_FLAG_UP_REF | X509_ADD_FLAG_NO_DUP))
+                return -TG_ERR_NOMEM;
+        return 1;
+}
+
+size_t tg_ek_trust_anchor_count(const tg_ek_trust *t) {
+        STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(t->anchors);
+        size_t n = 0;
+        for (int i = 0; i < sk_X509_OBJECT_num(objs); i++)
+                if (X509_OBJECT_get_type(sk_X509_OBJECT_value(objs, i)) == X509_LU_X509)
+                        n++;
+        return n;
+}
+
+/* The vendor of an anchor: its manifest line, else its subject's organization, else its common name. */
+static char *anchor_vendor(const tg_ek_trust *t, X509 *anchor, const uint8_t fp[32]) {
+        const X509_NAME *name = X509_get_subject_name(anchor);
+        int i;
+
+        for (size_t k = 0; k < t->n_manifests; k++) {
+                const tg_ek_manifest_entry *e = tg_ek_manifest_find(t->manifests[k], fp);
+                if (e)
+                        return strdup(e->vendor);
+        }
+        i = X509_NAME_get_index_by_NID(name, NID_organizationName, -1);
+        if (i < 0)
+                i = X509_NAME_get_index_by_NID(name, NID_commonName, -1);
+        if (i >= 0) {
+                unsigned char *utf8 = NULL;
+                int len = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
+                if (len > 0) {
+                        char *s = strndup((const char *) utf8, (size_t) len);
+                        OPENSSL_free(utf8);
+                        return s;
+                }
+                OPENSSL_free(utf8);
+                ERR_clear_error();
+        }
+        return strdup("(unknown vendor)");
+}
+
+/* A failed chain whose missing issuer the administrator distrusted says so. */
+static bool explain_distrusted(const tg_ek_trust *trust, X509_STORE_CTX *ctx) {
+        X509 *at = X509_STORE_CTX_get_current_cert(ctx);
+        if (!at)
+                return false;
+        for (int i = 0; i < sk_X509_num(trust->distrusted); i++) {
+                X509 *d = sk_X509_value(trust->distrusted, i);
+                if (X509_NAME_cmp(X509_get_subject_name(d), X509_get_issuer_name(at)) == 0) {
+                        _cleanup_free_ char *subject = name_oneline(X509_get_subject_name(d));
+                        uint8_t fp[32];
+                        char hex[96] = "";
+                        if (cert_sha256(d, fp))
+                                tg_ek_fingerprint_format(fp, hex, sizeof hex);
+                        log_error("The issuer \"%s\" (SHA-256 %s) is distrusted by a distrust list of the CA store.",
+                                  strna(subject), hex);
+                        return true;
+                }
+        }
+        return false;
+}
+
+/*
+ * A chain that lacks an issuer: the certificate's Authority Information
+ * Access (caIssuers) says where the vendor publishes it. Only named, never
+ * fetched: nothing is downloaded, at provisioning or at boot, and what an
+ * administrator adds to the local store is their decision. The URL comes
+ * from a certificate the TPM (or an interposer) handed over, so only
+ * printable ASCII of it is shown.
+ */
+static void explain_missing_issuer(X509_STORE_CTX *ctx) {
+        int err = X509_STORE_CTX_get_error(ctx);
+        X509 *at = X509_STORE_CTX_get_current_cert(ctx);
+        AUTHORITY_INFO_ACCESS *aia;
+
+        if (!at || (err != X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT && err != X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY))
+                return;
+        aia = X509_get_ext_d2i(at, NID_info_access, NULL, NULL);
+        ERR_clear_error();
+        if (!aia)
+                return;
+        for (int i = 0; i < sk_ACCESS_DESCRIPTION_num(aia); i++) {
+                const ACCESS_DESCRIPTION *ad = sk_ACCESS_DESCRIPTION_value(aia, i);
+                const ASN1_IA5STRING *uri;
+                char url[256];
+                int n;
+
+                if (OBJ_obj2nid(ad->method) != NID_ad_ca_issuers || ad->location->type != GEN_URI)
+                        continue;
+                uri = ad->location->d.uniformResourceIdentifier;
+                n = ASN1_STRING_length(uri) < (int) sizeof url - 1 ? ASN1_STRING_length(uri) : (int) sizeof url - 1;
+                for (int k = 0; k < n; k++) {
+                        unsigned char ch = ASN1_STRING_get0_data(uri)[k];
+                        url[k] = ch >= 0x21 && ch < 0x7f ? (char) ch : '?';
+                }
+                url[n > 0 ? n : 0] = '\0';
+                log_error("The missing issuer's certificate is published at %s (the certificate's Authority "
+                          "Information Access). tpmguard downloads nothing: fetch it on a trusted machine, check "
+                          "it, and add it to " TPMGUARD_EK_CA_LOCAL_DIR "/ (or give it with --ek-intermediates).",
+                          url);
+                break;
+        }
+        AUTHORITY_INFO_ACCESS_free(aia);
+}
+
+int tg_ek_cert_verify_anchor(const tg_ek_trust *trust, X509 *cert, tg_ek_anchor *ret_anchor) {
         _cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
         _cleanup_free_ char *fingerprint = NULL;
         unsigned char md[EVP_MAX_MD_SIZE];
         unsigned int md_size = 0;
+        int r;
 
         if (!ctx)
                 return -TG_ERR_NOMEM;
@@ -571,17 +766,40 @@ int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert) {
          * certificates verify as they are. Any other critical extension is
          * refused rather than ignored. No purpose is set: an EK's key usage is
          * keyEncipherment (RSA) or keyAgreement (ECC), never digitalSignature,
-         * and it needs none.
+         * and it needs none. No X509_V_FLAG_PARTIAL_CHAIN: only a self-signed
+         * root of the store ends a chain, never an intermediate.
          */
         if (X509_verify_cert(ctx) == 1) {
+                STACK_OF(X509) *chain = X509_STORE_CTX_get0_chain(ctx);
+                X509 *root = chain ? sk_X509_value(chain, sk_X509_num(chain) - 1) : NULL;
+                tg_ek_anchor a = {};
+
                 ERR_clear_error();
+                if (!ret_anchor)
+                        return 0;
+                if (!root || !cert_sha256(root, a.sha256))
+                        return -TG_ERR_NOMEM;
+                a.vendor = anchor_vendor(trust, root, a.sha256);
+                a.subject = name_oneline(X509_get_subject_name(root));
+                if (!a.vendor || !a.subject) {
+                        tg_ek_anchor_done(&a);
+                        return -TG_ERR_NOMEM;
+                }
+                *ret_anchor = a;
                 return 0;
         }
         ERR_clear_error();
         /* The owner can compare it with a second, independent reading of the EK certificate. */
         if (X509_digest(cert, EVP_sha256(), md, &md_size) == 1 && tg_hex_encode(md, md_size, &fingerprint) >= 0)
                 log_error("The EK certificate (SHA-256 fingerprint %s) does not verify:", fingerprint);
-        return chain_error(ctx, trust->known);
+        r = chain_error(ctx, trust->known);
+        if (!explain_distrusted(trust, ctx))
+                explain_missing_issuer(ctx);
+        return r;
+}
+
+int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert) {
+        return tg_ek_cert_verify_anchor(trust, cert, NULL);
 }
 
 /* ---- KDFs ---- */
@@ -928,7 +1146,7 @@ static uint16_t nv_buffer_max(tg_tpm *tpm) {
         return 512; /* every TPM 2.0 supports at least this much */
 }
 
-static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size) {
+static int nv_read(tg_tpm *tpm, uint32_t index, size_t max_size, uint8_t **ret, size_t *ret_size) {
         _cleanup_handle_ tg_handle nv = { .esys = tpm->esys, .tr = ESYS_TR_NONE, .close_only = true };
         _cleanup_esys_ TPM2B_NV_PUBLIC *pub = NULL;
         _cleanup_free_ uint8_t *buf = NULL;
@@ -943,7 +1161,7 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "NV_ReadPublic(EK certificate)");
         size = pub->nvPublic.dataSize;
-        if (size == 0 || size > EK_CERT_MAX_SIZE)
+        if (size == 0 || size > max_size)
                 return log_error_rc(-TG_ERR_EK_CERT, "The EK certificate NV index 0x%08x has an implausible size (%u).",
                                     index, size);
         /*
@@ -979,12 +1197,112 @@ static int nv_read(tg_tpm *tpm, uint32_t index, uint8_t **ret, size_t *ret_size)
         return 0;
 }
 
+/*
+ * TCG EK Credential Profile 2.5, 2.2.1.5: NV indices 0x01C00100 to
+ * 0x01C001FF may hold certificates of the EK certificate's chain, DER,
+ * concatenated, padded. Intel PTT keeps its per-platform CAs (below the
+ * "On Die CSME P_MCC" issuing CA) there, so its chains cannot be built
+ * without them.
+ */
+#define EK_CHAIN_NV_FIRST 0x01C00100
+#define EK_CHAIN_NV_LAST 0x01C001FF
+#define EK_CHAIN_MAX_SIZE 16384
+
+static int nv_chain_indices(tg_tpm *tpm, uint32_t *indices, size_t max, size_t *ret_n) {
+        TPM2_HANDLE next = EK_CHAIN_NV_FIRST;
+        TPMI_YES_NO more = TPM2_YES;
+        size_t n = 0;
+
+        while (more == TPM2_YES && n < max) {
+                _cleanup_esys_ TPMS_CAPABILITY_DATA *cap = NULL;
+                TSS2_RC rc = Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                                TPM2_CAP_HANDLES, next, TPM2_MAX_CAP_HANDLES, &more, &cap);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "GetCapability(NV indices)");
+                const TPML_HANDLE *h = &cap->data.handles;
+                if (h->count == 0)
+                        break;
+                for (uint32_t i = 0; i < h->count && n < max; i++)
+                        if (h->handle[i] >= EK_CHAIN_NV_FIRST && h->handle[i] <= EK_CHAIN_NV_LAST)
+                                indices[n++] = h->handle[i];
+                if (h->handle[h->count - 1] >= EK_CHAIN_NV_LAST)
+                        break;
+                next = h->handle[h->count - 1] + 1;
+        }
+        *ret_n = n;
+        return 0;
+}
+
+static bool all_padding(const uint8_t *p, size_t n) {
+        for (size_t i = 0; i < n; i++)
+                if (p[i] != p[0] || (p[i] != 0x00 && p[i] != 0xff))
+                        return false;
+        return true;
+}
+
+/* Adds the concatenated DER certificates of buf (padding after the last one allowed) to the trust's helpers. */
+static int add_der_chain(tg_ek_trust *t, const uint8_t *buf, size_t size, uint32_t index, unsigned *ret_added) {
+        const uint8_t *p = buf;
+
+        while ((size_t) (p - buf) < size) {
+                size_t left = size - (size_t) (p - buf);
+                X509 *c;
+                int r;
+
+                if (all_padding(p, left))
+                        break;
+                c = *p == 0x30 ? d2i_X509(NULL, &p, (long) left) : NULL;
+                ERR_clear_error();
+                if (!c) {
+                        log_info("NV index 0x%08x holds no certificate at offset %zu: the rest of it is ignored.",
+                                 index, size - left);
+                        return -TG_ERR_EK_CERT;
+                }
+                r = tg_ek_trust_add_untrusted(t, c);
+                X509_free(c);
+                if (r < 0)
+                        return r;
+                *ret_added += (unsigned) r;
+        }
+        return 0;
+}
+
+int tg_ek_trust_add_nv_chain(tg_ek_trust *t, tg_tpm *tpm) {
+        uint32_t indices[32];
+        size_t n = 0;
+        unsigned added = 0;
+        int r;
+
+        r = nv_chain_indices(tpm, indices, ELEMENTSOF(indices), &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ uint8_t *buf = NULL;
+                size_t size = 0;
+
+                r = nv_read(tpm, indices[i], EK_CHAIN_MAX_SIZE, &buf, &size);
+                if (r == -TG_ERR_NOMEM || r == -TG_ERR_TPM_UNREACHABLE)
+                        return r;
+                if (r < 0) {
+                        /* Unreadable or implausible: it only ever helps, so it is skipped. */
+                        log_info("The EK chain NV index 0x%08x is not readable: ignored.", indices[i]);
+                        continue;
+                }
+                r = add_der_chain(t, buf, size, indices[i], &added);
+                if (r == -TG_ERR_NOMEM)
+                        return r;
+        }
+        if (added > 0)
+                log_debug("%u intermediate certificates from the TPM's EK chain NV indices.", added);
+        return 0;
+}
+
 int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret) {
         _cleanup_free_ uint8_t *buf = NULL;
         size_t size;
         int r;
 
-        r = nv_read(tpm, nv_index, &buf, &size);
+        r = nv_read(tpm, nv_index, EK_CERT_MAX_SIZE, &buf, &size);
         if (r < 0)
                 return r;
         return tg_ek_cert_parse(buf, size, ret);
@@ -1032,10 +1350,12 @@ typedef struct ek_candidate {
         uint32_t nv_index;
         tg_handle ek;
         TPM2B_PUBLIC ek_public;
+        tg_ek_anchor anchor;
 } ek_candidate;
 
 static void ek_candidate_done(ek_candidate *c) {
         tg_handle_release(&c->ek);
+        tg_ek_anchor_done(&c->anchor);
         X509_free(c->cert);
         c->cert = NULL;
 }
@@ -1043,10 +1363,11 @@ static void ek_candidate_done(ek_candidate *c) {
 /* Verifies cert and finds the template (among those allowed for nv_index, 0 = any) that re-creates its key. */
 static int ek_candidate_try(tg_tpm *tpm, const tg_ek_trust *trust, X509 *cert, uint32_t nv_index,
                             const char *origin, ek_candidate *ret) {
+        _cleanup_(tg_ek_anchor_done) tg_ek_anchor anchor = {};
         EVP_PKEY *key;
         int r;
 
-        r = tg_ek_cert_verify(trust, cert);
+        r = tg_ek_cert_verify_anchor(trust, cert, &anchor);
         if (r < 0)
                 return r;
         key = X509_get0_pubkey(cert);
@@ -1069,6 +1390,8 @@ static int ek_candidate_try(tg_tpm *tpm, const tg_ek_trust *trust, X509 *cert, u
                 if (!X509_up_ref(cert))
                         return -TG_ERR_NOMEM;
                 ret->cert = cert;
+                ret->anchor = anchor;
+                anchor = (tg_ek_anchor) {};
                 return 0;
         }
         if (!fits_any)
@@ -1113,7 +1436,7 @@ static int ek_candidate_from_nv(tg_tpm *tpm, const tg_ek_trust *trust, ek_candid
                 if (!present[i])
                         continue;
                 snprintf(origin, sizeof origin, "NV index 0x%08x", ek_templates[i].nv_index);
-                r = nv_read(tpm, ek_templates[i].nv_index, &buf, &size);
+                r = nv_read(tpm, ek_templates[i].nv_index, EK_CERT_MAX_SIZE, &buf, &size);
                 if (r >= 0)
                         r = tg_ek_cert_parse(buf, size, &cert);
                 if (r >= 0)
@@ -1224,6 +1547,10 @@ int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const 
         r = tg_ek_trust_load(opts->ca_store, opts->intermediates_file, &trust);
         if (r < 0)
                 return r;
+        /* The TPM's own chain certificates, as helpers only: the chain must still end at a store root. */
+        r = tg_ek_trust_add_nv_chain(trust, tpm);
+        if (r < 0)
+                return r;
         r = opts->cert_file ? ek_candidate_from_file(tpm, trust, opts->cert_file, &c)
                             : ek_candidate_from_nv(tpm, trust, &c);
         if (r < 0)
@@ -1238,6 +1565,8 @@ int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR key, const 
         result.template_name = c.template->name;
         result.cert_subject = name_oneline(X509_get_subject_name(c.cert));
         result.cert_issuer = name_oneline(X509_get_issuer_name(c.cert));
+        result.anchor = c.anchor;
+        c.anchor = (tg_ek_anchor) {};
         if (!result.cert_subject || !result.cert_issuer ||
             X509_digest(c.cert, EVP_sha256(), result.cert_sha256, &digest_len) != 1 || digest_len != 32) {
                 tg_ek_result_done(&result);

@@ -127,6 +127,14 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         if (r < 0)
                 return r;
         copy_info(key.ek_cert_issuer, sizeof key.ek_cert_issuer, s);
+        r = get_string(root, "ek_anchor_vendor", false, &s);
+        if (r < 0)
+                return r;
+        copy_info(key.ek_anchor_vendor, sizeof key.ek_anchor_vendor, s);
+        r = get_string(root, "ek_anchor_sha256", false, &s);
+        if (r < 0)
+                return r;
+        copy_info(key.ek_anchor_sha256, sizeof key.ek_anchor_sha256, s);
         r = get_string(root, "provisioned_at", false, &s);
         if (r < 0)
                 return r;
@@ -190,6 +198,8 @@ int tg_pinned_key_format(const tg_pinned_key *key, char **ret) {
             json_object_object_add(root, "ek_template", json_object_new_string(key->ek_template)) < 0 ||
             json_object_object_add(root, "ek_certificate_sha256", json_object_new_string(key->ek_cert_sha256)) < 0 ||
             json_object_object_add(root, "ek_certificate_issuer", json_object_new_string(key->ek_cert_issuer)) < 0 ||
+            json_object_object_add(root, "ek_anchor_vendor", json_object_new_string(key->ek_anchor_vendor)) < 0 ||
+            json_object_object_add(root, "ek_anchor_sha256", json_object_new_string(key->ek_anchor_sha256)) < 0 ||
             json_object_object_add(root, "provisioned_at", json_object_new_string(key->provisioned_at)) < 0)
                 return -TG_ERR_NOMEM;
         s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));

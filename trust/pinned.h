@@ -22,6 +22,8 @@ typedef struct tg_pinned_key {
         char ek_template[32];
         char ek_cert_sha256[65];
         char ek_cert_issuer[256];
+        char ek_anchor_vendor[64]; /* vendor of the root CA the EK certificate chained to */
+        char ek_anchor_sha256[65]; /* that root's SHA-256, hex */
         char provisioned_at[32];  /* RFC 3339, UTC */
 } tg_pinned_key;
 

@@ -16,7 +16,7 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         _cleanup_tpm_ tg_tpm *tpm = NULL;
         _cleanup_handle_ tg_handle signer = TG_HANDLE_NULL;
         _cleanup_free_ TPM2B_PUBLIC *signer_public = NULL;
-        _cleanup_free_ char *cert_hex = NULL;
+        _cleanup_free_ char *cert_hex = NULL, *anchor_hex = NULL;
         tg_ek_result ek = {};
         tg_ek_options ek_options = {
                 .cert_file = options->ek_cert_file,
@@ -31,10 +31,11 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         TSS2_RC rc;
         int r;
 
-        if (!ek_options.ca_store)
+        if (!ek_options.ca_store || ek_options.ca_store[strspn(ek_options.ca_store, " \t")] == '\0')
                 return log_error_rc(-TG_ERR_EK_CERT,
-                                    "No manufacturer CA store: give --ek-ca FILE|DIR or set ek_ca in %s. "
-                                    "Without it the EK certificate cannot be trusted.", config->path);
+                                    "No manufacturer CA store: give --ek-ca FILE|DIR or set ek_ca in %s (its default "
+                                    "is the TPM manufacturers' CAs tpmguard ships). Without it the EK certificate "
+                                    "cannot be trusted.", config->path);
 
         r = tg_tpm_open(config->tcti, &tpm);
         if (r < 0)
@@ -76,10 +77,14 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         pinned.ek_nv_index = ek.nv_index;
         snprintf(pinned.ek_template, sizeof pinned.ek_template, "%s", ek.template_name ?: "");
         snprintf(pinned.ek_cert_issuer, sizeof pinned.ek_cert_issuer, "%s", ek.cert_issuer ?: "");
+        snprintf(pinned.ek_anchor_vendor, sizeof pinned.ek_anchor_vendor, "%s", ek.anchor.vendor ?: "");
         r = tg_hex_encode(ek.cert_sha256, sizeof ek.cert_sha256, &cert_hex);
+        if (r >= 0)
+                r = tg_hex_encode(ek.anchor.sha256, sizeof ek.anchor.sha256, &anchor_hex);
         tg_ek_result_done(&ek);
         if (r < 0)
                 return r;
+        snprintf(pinned.ek_anchor_sha256, sizeof pinned.ek_anchor_sha256, "%s", anchor_hex);
         snprintf(pinned.ek_cert_sha256, sizeof pinned.ek_cert_sha256, "%s", cert_hex);
         gmtime_r(&now, &tm);
         strftime(pinned.provisioned_at, sizeof pinned.provisioned_at, "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -6,7 +6,7 @@
 # null_name, crypttab and the initrd check.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
-require_tools swtpm swtpm_setup tpm2_createprimary tpm2_pcrextend cryptsetup cpio
+require_tools swtpm swtpm_setup tpm2_createprimary tpm2_pcrextend cryptsetup cpio openssl
 
 # Doctor on the test's own volume list and initrd only, never the host's.
 doctor() {
@@ -187,15 +187,20 @@ no_null_name_by_policy() {
 test_case ek_certificate_chain_rechecked
 ek_certificate_chain_rechecked() {
         setup_enrolled
+        # The swtpm CA of the configuration anchors the chain, and doctor names that root.
+        expect_exit 0 doctor "$WORK/disk.img"
+        expect_in "chains to the" "$OUT"
+        expect_in "$(openssl x509 -in "$TPMGUARD_TEST_CA_ROOT" -noout -fingerprint -sha256 | cut -d= -f2 |
+                tr -d : | tr 'A-F' 'a-f')" "$OUT"
         # Another manufacturer's CA: the certificate no longer chains.
         "$FIXTURE" start "$WORK/other" >/dev/null
         sed -i "s|^ek_ca = .*|ek_ca = $WORK/other/ca/bundle.pem|" "$WORK/tpmguard.conf"
         expect_exit 8 doctor "$WORK/disk.img"
         expect_in "[FAIL] ek-certificate" "$OUT"
-        # No CA configured: said so, not a failure.
+        # The default store (TPM manufacturers' CAs): swtpm's private CA is none of them.
         sed -i '/^ek_ca = /d' "$WORK/tpmguard.conf"
-        expect_exit 0 doctor "$WORK/disk.img"
-        expect_in "[skip] ek-certificate NV" "$OUT"
+        expect_exit 8 doctor "$WORK/disk.img"
+        expect_in "[FAIL] ek-certificate" "$OUT"
 }
 
 test_case tpm_unreachable

@@ -4,7 +4,7 @@
 # swtpm with real EK certificates from a private manufacturer CA.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
-require_tools swtpm swtpm_setup tpm2_createprimary
+require_tools swtpm swtpm_setup tpm2_createprimary openssl
 
 provision() { "$TPMGUARD" provision "$@"; }
 
@@ -151,6 +151,77 @@ ek_ca_missing_intermediate() {
         # The intermediate given separately as untrusted: accepted.
         expect_exit 0 "$TPMGUARD" provision --ek-ca "$TPMGUARD_TEST_CA_ROOT" \
                 --ek-intermediates "$TPMGUARD_TEST_CA_INTERMEDIATE"
+}
+
+# Without --ek-ca, provision uses the default store: the TPM manufacturers'
+# CAs tpmguard ships (the source tree's data/ek-ca here, as installed under
+# /usr/share) and the administrator's local directory. swtpm's private CA is
+# no manufacturer, so provisioning fails closed, naming the missing issuer;
+# the administrator adds the CA in the local directory (nothing under /usr is
+# edited), and distrusts it again by fingerprint.
+test_case default_store_refuses_swtpm_until_added
+default_store_refuses_swtpm_until_added() {
+        tpm_setup
+        local local_dir="$WORK/etc-ek-ca" issuer root_fp
+        mkdir "$local_dir"
+        sed -i "s|^ek_ca = .*|ek_ca = $TPMGUARD_SRC/data/ek-ca $local_dir|" "$WORK/tpmguard.conf"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_nvread 0x01c00002 -o "$WORK/ek-rsa.der" >/dev/null 2>&1
+        issuer=$(openssl x509 -inform der -in "$WORK/ek-rsa.der" -noout -issuer -nameopt RFC2253 |
+                sed 's/^issuer=//')
+        expect_exit 8 provision
+        expect_in "$issuer" "$ERR"
+        expect_in "issuer" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+        # The compiled-in default (no ek_ca line) fails closed as well.
+        sed -i '/^ek_ca = /d' "$WORK/tpmguard.conf"
+        expect_exit 8 provision
+        test ! -e "$WORK/state/ek-signing-key.json"
+        # The administrator adds swtpm's CA to the local directory.
+        sed -i "/^tcti = /a ek_ca = $TPMGUARD_SRC/data/ek-ca $local_dir" "$WORK/tpmguard.conf"
+        cp "$TPMGUARD_TEST_CA_BUNDLE" "$local_dir/swtpm-ca.pem"
+        expect_exit 0 provision --json
+        root_fp=$(openssl x509 -in "$TPMGUARD_TEST_CA_ROOT" -noout -fingerprint -sha256 | cut -d= -f2 |
+                tr -d : | tr 'A-F' 'a-f')
+        expect_in "\"ek_anchor_sha256\": \"$root_fp\"" "$OUT"
+        expect_exit 0 "$TPMGUARD" verify
+        # ... and distrusts it: provisioning fails closed again.
+        rm "$WORK/state/ek-signing-key.json"
+        printf '# swtpm test CA\n%s\n' "$root_fp" >"$local_dir/distrust"
+        expect_exit 8 provision
+        expect_in "distrusted" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+}
+
+# The TPM's EK chain NV indices (0x01C00100..0x01C001FF, where Intel PTT keeps
+# its platform CAs) complete a chain as untrusted helpers: the intermediate
+# is there (DER, 0xFF padded), the store holds only the root.
+test_case ek_chain_from_tpm_nv
+ek_chain_from_tpm_nv() {
+        tpm_setup
+        export TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI
+        # Garbage in a chain index: ignored, the chain still lacks its intermediate.
+        head -c 300 /dev/urandom >"$WORK/garbage.bin"
+        tpm2_nvdefine 0x01C00101 -C o -s 300 -a "ownerwrite|ownerread|authread|authwrite|no_da" >/dev/null &&
+                tpm2_nvwrite 0x01C00101 -C o -i "$WORK/garbage.bin" || return 1
+        expect_exit 8 provision --ek-ca "$TPMGUARD_TEST_CA_ROOT"
+        openssl x509 -in "$TPMGUARD_TEST_CA_INTERMEDIATE" -outform der -out "$WORK/int.der"
+        { cat "$WORK/int.der"; head -c 64 /dev/zero | tr '\0' '\377'; } >"$WORK/chain.bin"
+        tpm2_nvdefine 0x01C00100 -C o -s "$(stat -c %s "$WORK/chain.bin")" \
+                -a "ownerwrite|ownerread|authread|authwrite|no_da" >/dev/null &&
+                tpm2_nvwrite 0x01C00100 -C o -i "$WORK/chain.bin" || return 1
+        expect_exit 0 provision --ek-ca "$TPMGUARD_TEST_CA_ROOT"
+        # A chain certificate is never an anchor: the intermediate alone trusts nothing.
+        rm "$WORK/state/ek-signing-key.json"
+        expect_exit 8 provision --ek-ca "$TPMGUARD_TEST_CA_INTERMEDIATE"
+        # A distrusted intermediate stays out, even from the TPM.
+        mkdir "$WORK/ca-dir"
+        cp "$TPMGUARD_TEST_CA_ROOT" "$WORK/ca-dir/root.pem"
+        openssl x509 -in "$TPMGUARD_TEST_CA_INTERMEDIATE" -noout -fingerprint -sha256 | cut -d= -f2 \
+                >"$WORK/ca-dir/distrust"
+        expect_exit 8 provision --ek-ca "$WORK/ca-dir"
+        expect_in "distrusted" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+        unset TPM2TOOLS_TCTI
 }
 
 test_case ek_cert_garbage_or_foreign

@@ -5,7 +5,8 @@
 # checks that every file lands where its consumer looks for it:
 #   - the token plugin in libcryptsetup's crypt_token_external_path(),
 #   - the CLI, man pages, bash completion, the /etc/tpmguard skeleton (a
-#     conffile),
+#     conffile), the EK CA store (read-only in /usr/share/tpmguard/ek-ca, an
+#     empty /etc/tpmguard/ek-ca for the administrator) and its licence,
 #   - the dracut module, initramfs-tools hooks and systemd unit, when this
 #     tree has them;
 # and then (as root) installs it into a clean bookworm root: apt install,
@@ -103,6 +104,19 @@ completions=$(pkg-config --variable=completionsdir bash-completion 2>/dev/null |
 check "bash completion in $completions" test -f "$R$completions/tpmguard"
 check "annotated example in /usr/share/doc/tpmguard" test -f "$R/usr/share/doc/tpmguard/tpmguard.conf.example"
 
+# The default EK CA store, read-only, where the compiled-in ek_ca looks.
+store=/usr/share/tpmguard/ek-ca
+check "EK CA store in $store (roots, intermediates, MANIFEST, LICENSE; 0644)" \
+        sh -c "for f in roots.pem intermediates.pem MANIFEST LICENSE; do
+                       [ \"\$(stat -c %a '$R$store/'\$f)\" = 644 ] || exit 1; done"
+check "the store's content is the source tree's" \
+        sh -c "cmp -s '$R$store/MANIFEST' '$SRC/data/ek-ca/MANIFEST' && cmp -s '$R$store/roots.pem' '$SRC/data/ek-ca/roots.pem'"
+check "/etc/tpmguard/ek-ca exists, empty, for the administrator" \
+        sh -c "[ -d '$R/etc/tpmguard/ek-ca' ] && [ -z \"\$(ls -A '$R/etc/tpmguard/ek-ca')\" ]"
+check "debian/copyright carries the store's BSD-3-Clause licence and provenance" \
+        sh -c "grep -q 'loicsikidi/tpm-ca-certificates' '$R/usr/share/doc/tpmguard/copyright' &&
+               grep -q '^License: BSD-3-clause' '$R/usr/share/doc/tpmguard/copyright'"
+
 # The initrd integration, when this tree has it (dracut/, initrd/, units/).
 if [ -d "$SRC/dracut" ]; then
         check "dracut module in /usr/lib/dracut/modules.d/90tpmguard" \
@@ -128,7 +142,7 @@ fi
 
 # Nothing outside the places above.
 unexpected=$(cd "$R" && find . -type f | sed 's|^\.||' | grep -vE \
-        "^(/usr/sbin/tpmguard|$plugin|/etc/tpmguard/tpmguard.conf|/usr/share/(man|doc|bash-completion|initramfs-tools)/.*|/usr/lib/dracut/modules.d/90tpmguard/.*|/(usr/)?lib/systemd/system/.*|/usr/libexec/tpmguard/.*)$")
+        "^(/usr/sbin/tpmguard|$plugin|/etc/tpmguard/tpmguard.conf|/usr/share/(man|doc|bash-completion|initramfs-tools)/.*|/usr/share/tpmguard/ek-ca/(roots.pem|intermediates.pem|MANIFEST|LICENSE)|/usr/lib/dracut/modules.d/90tpmguard/.*|/(usr/)?lib/systemd/system/.*|/usr/libexec/tpmguard/.*)$")
 [ -n "$unexpected" ] && echo "# unexpected: $unexpected"
 check "no file outside the expected places" test -z "$unexpected"
 

@@ -9,7 +9,9 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <ctype.h>
 #include <limits.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <openssl/core_names.h>
 #include <openssl/pem.h>
@@ -17,6 +19,7 @@
 #include <openssl/rsa.h>
 #include <openssl/x509v3.h>
 
+#include "ek-store.h"
 #include "ek.h"
 #include "error.h"
 #include "log.h"
@@ -284,6 +287,127 @@ static void test_store_errors(void **state) {
         assert_error_mentions("holds no certificate");
 }
 
+static void fingerprint_upper(X509 *cert, char *hex, size_t size) {
+        uint8_t fp[32];
+        unsigned len = 0;
+        assert_int_equal(X509_digest(cert, EVP_sha256(), fp, &len), 1);
+        tg_ek_fingerprint_format(fp, hex, size);
+        for (char *p = hex; *p; p++)
+                *p = (char) toupper((unsigned char) *p);
+}
+
+static void write_file(const char *path, const char *text) {
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+}
+
+/* ek_ca as a list (shipped store, then the administrator's), additions and distrust in the local directory. */
+static void test_store_list_and_distrust(void **state) {
+        chains *c = *state;
+        char shipped[PATH_MAX], local[PATH_MAX], list[3 * PATH_MAX], distrust[PATH_MAX + 16], hex[96], text[256];
+        tg_ek_trust *trust = NULL;
+        tg_ek_anchor anchor = {};
+        uint8_t root_fp[32];
+        unsigned len = 0;
+
+        snprintf(shipped, sizeof shipped, "%s/list-shipped", tmpdir);
+        snprintf(local, sizeof local, "%s/list-local", tmpdir);
+        assert_int_equal(mkdir(shipped, 0700), 0);
+        assert_int_equal(mkdir(local, 0700), 0);
+        write_pem("list-shipped/other.pem", c->other.root, c->other.intermediate);
+        snprintf(list, sizeof list, "%s %s/absent\t%s", shipped, tmpdir, local);
+        snprintf(distrust, sizeof distrust, "%s/" TG_EK_STORE_DISTRUST, local);
+
+        /* Another manufacturer's CAs only: not trusted; a missing store of the list is skipped. */
+        assert_int_equal(verify_with(list, NULL, c->leaf), -TG_ERR_EK_CERT);
+        assert_error_mentions("neither in the manufacturer CA store");
+
+        /* The administrator adds this manufacturer's CAs in the local directory. */
+        write_pem("list-local/one.pem", c->one.root, c->one.intermediate);
+        assert_int_equal(tg_ek_trust_load(list, NULL, &trust), 0);
+        assert_int_equal(tg_ek_trust_anchor_count(trust), 2);
+        assert_int_equal(tg_ek_cert_verify_anchor(trust, c->leaf, &anchor), 0);
+        tg_ek_trust_free(TAKE_PTR(trust));
+        assert_int_equal(X509_digest(c->one.root, EVP_sha256(), root_fp, &len), 1);
+        assert_memory_equal(anchor.sha256, root_fp, 32);
+        /* No MANIFEST line and no O=: the root's CN names it. */
+        assert_string_equal(anchor.vendor, "Manufacturer Root");
+        assert_non_null(strstr(anchor.subject, "CN=Manufacturer Root"));
+        tg_ek_anchor_done(&anchor);
+
+        /* Distrusting the intermediate (upper case, colons, a comment) breaks the chain. */
+        fingerprint_upper(c->one.intermediate, hex, sizeof hex);
+        snprintf(text, sizeof text, "# the EK CA\n  %s  # gone\n\n", hex);
+        write_file(distrust, text);
+        assert_int_equal(verify_with(list, NULL, c->leaf), -TG_ERR_EK_CERT);
+        /* ... also when the intermediate comes from an intermediates file. */
+        assert_int_equal(verify_with(list, c->intermediate, c->leaf), -TG_ERR_EK_CERT);
+
+        /* Distrusting the root (plain hex): it anchors nothing any more. */
+        tg_ek_fingerprint_format(root_fp, hex, sizeof hex);
+        for (char *p = hex, *q = hex;; p++) {
+                if (*p != ':')
+                        *q++ = *p;
+                if (!*p)
+                        break;
+        }
+        write_file(distrust, hex);
+        assert_int_equal(tg_ek_trust_load(list, NULL, &trust), 0);
+        assert_int_equal(tg_ek_trust_anchor_count(trust), 1);
+        tg_ek_trust_free(TAKE_PTR(trust));
+        assert_int_equal(verify_with(list, NULL, c->leaf), -TG_ERR_EK_CERT);
+        assert_error_mentions("Manufacturer Root");
+
+        /* A malformed distrust entry is an error, never skipped. */
+        write_file(distrust, "0123 not a fingerprint\n");
+        assert_int_equal(verify_with(list, NULL, c->leaf), -TG_ERR_EK_CERT);
+        assert_error_mentions("not a SHA-256 fingerprint");
+        hex[10] = '\0';
+        write_file(distrust, hex);
+        assert_int_equal(verify_with(list, NULL, c->leaf), -TG_ERR_EK_CERT);
+        assert_error_mentions("not a SHA-256 fingerprint");
+        assert_int_equal(unlink(distrust), 0);
+        assert_int_equal(verify_with(list, NULL, c->leaf), 0);
+
+        /* A list none of whose stores exists. */
+        assert_int_equal(verify_with("/nonexistent/a /nonexistent/b", NULL, c->leaf), -TG_ERR_EK_CERT);
+        assert_error_mentions("None of the manufacturer CA stores");
+        assert_int_equal(verify_with("   ", NULL, c->leaf), -TG_ERR_EK_CERT);
+        assert_error_mentions("No manufacturer CA store");
+}
+
+/* The issuer named by the certificate's AIA is named in the message (sanitized), never fetched. */
+static void test_chain_missing_issuer_aia(void **state) {
+        static const char url[] = "http://pki.example.invalid/ek-ca.crt\nFAKE: forged log line";
+        chains *c = *state;
+        AUTHORITY_INFO_ACCESS *aia = sk_ACCESS_DESCRIPTION_new_null();
+        ACCESS_DESCRIPTION *ad = ACCESS_DESCRIPTION_new();
+        X509 *leaf = X509_dup(c->leaf);
+
+        assert_non_null(aia);
+        assert_non_null(ad);
+        assert_non_null(leaf);
+        ad->method = OBJ_nid2obj(NID_ad_ca_issuers);
+        ad->location->type = GEN_URI;
+        ad->location->d.uniformResourceIdentifier = ASN1_IA5STRING_new();
+        assert_int_equal(ASN1_STRING_set(ad->location->d.uniformResourceIdentifier, url, (int) strlen(url)), 1);
+        assert_true(sk_ACCESS_DESCRIPTION_push(aia, ad) > 0);
+        assert_int_equal(X509_add1_ext_i2d(leaf, NID_info_access, aia, 0, X509V3_ADD_DEFAULT), 1);
+        AUTHORITY_INFO_ACCESS_free(aia);
+        assert_true(X509_sign(leaf, c->one.int_key, EVP_sha256()) > 0);
+
+        /* With the intermediate: fine, the AIA plays no part. */
+        assert_int_equal(verify_with(c->bundle, NULL, leaf), 0);
+        /* Without: the URL is named, with its control characters neutralized, and nothing is fetched. */
+        assert_int_equal(verify_with(c->root, NULL, leaf), -TG_ERR_EK_CERT);
+        assert_error_mentions("http://pki.example.invalid/ek-ca.crt?FAKE:?forged?log?line");
+        assert_error_mentions("downloads nothing");
+        assert_null(strchr(last_error, '\n'));
+        X509_free(leaf);
+}
+
 static void test_chain_self_signed(void **state) {
         EVP_PKEY *k = gen_key("P-256");
         X509 *leaf = make_cert("Self", k, NULL, NULL, CERT_EK, -1, 3650);
@@ -411,9 +535,17 @@ static void test_cert_parse(void **state) {
         assert_int_equal(X509_cmp(parsed, c->leaf), 0);
         X509_free(TAKE_PTR(parsed));
 
-        /* Padding that is not all zero. */
+        /* Padding that is neither all 0x00 nor all 0xFF. */
         padded[der_len + 50] = 0xff;
         assert_int_equal(tg_ek_cert_parse(padded, (size_t) der_len + 100, &parsed), -TG_ERR_EK_CERT);
+        padded[der_len + 50] = 0x01;
+        memset(padded + der_len, 0xff, 50);
+        assert_int_equal(tg_ek_cert_parse(padded, (size_t) der_len + 100, &parsed), -TG_ERR_EK_CERT);
+        /* Erased-flash padding (0xFF throughout), as ST33 TPMs have it. */
+        memset(padded + der_len, 0xff, 100);
+        assert_int_equal(tg_ek_cert_parse(padded, (size_t) der_len + 100, &parsed), 0);
+        assert_int_equal(X509_cmp(parsed, c->leaf), 0);
+        X509_free(TAKE_PTR(parsed));
         /* Truncated. */
         assert_int_equal(tg_ek_cert_parse(der, (size_t) der_len - 1, &parsed), -TG_ERR_EK_CERT);
         /* A well-formed SEQUENCE that is no certificate. */
@@ -894,6 +1026,8 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test_setup_teardown(test_chain_valid, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_store_errors, chains_setup, chains_teardown),
+                cmocka_unit_test_setup_teardown(test_store_list_and_distrust, chains_setup, chains_teardown),
+                cmocka_unit_test_setup_teardown(test_chain_missing_issuer_aia, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_chain_self_signed, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_chain_other_ca, chains_setup, chains_teardown),
                 cmocka_unit_test_setup_teardown(test_chain_validity_period, chains_setup, chains_teardown),
