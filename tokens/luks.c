@@ -188,7 +188,13 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         if (r < 0)
                 return r;
 
-        marker_id = crypt_token_json_set(cd, CRYPT_ANY_TOKEN, marker_json);
+        /* The marker takes the highest free token id, so the token itself gets the lowest (as before markers). */
+        marker_id = -ENOSPC;
+        for (int id = tg_luks_tokens_max() - 1; id >= 0 && marker_id == -ENOSPC; id--)
+                if (crypt_token_status(cd, id, NULL) == CRYPT_TOKEN_INACTIVE)
+                        marker_id = id;
+        if (marker_id >= 0)
+                marker_id = crypt_token_json_set(cd, marker_id, marker_json);
         if (marker_id < 0)
                 return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the pending marker: %s. Nothing was changed.",
                                     strerror(-marker_id));
