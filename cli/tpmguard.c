@@ -386,7 +386,9 @@ static int cmd_provision(const cli *c) {
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
                        "  anchored by the %s root CA with SHA-256 %s\n"
-                       "  pinned in %s/%s\n",
+                       "  pinned in %s/%s\n"
+                       "Compare the EK certificate's SHA-256 fingerprint above with a second, independent reading\n"
+                       "(docs/hardware.md): a relay between this system and its TPM would show another one.\n",
                        name_hex, pinned.ek_cert_sha256, pinned.ek_template, pinned.ek_cert_issuer,
                        pinned.ek_anchor_vendor, pinned.ek_anchor_sha256,
                        c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME);
@@ -526,10 +528,15 @@ static int record_verify_result(const tg_config *config, const char *text) {
         _cleanup_free_ char *path = NULL;
 
         if (mkdir(config->cache_dir, 0700) < 0 && errno != EEXIST)
-                return log_error_rc(-TG_ERR_IO, "Cannot create %s: %m", config->cache_dir);
+                return log_error_rc(-TG_ERR_IO, "The TPM verification itself is done, but its record cannot be "
+                                    "written: cannot create %s: %m (cache_dir in tpmguard.conf; run as root).",
+                                    config->cache_dir);
         if (tg_asprintf(&path, "%s/boot-verify.json", config->cache_dir) < 0)
                 return -TG_ERR_NOMEM;
-        return tg_write_file_atomic(path, text, strlen(text), 0600);
+        if (tg_write_file_atomic(path, text, strlen(text), 0600) < 0)
+                return log_error_rc(-TG_ERR_IO, "The TPM verification itself is done, but its record %s cannot be "
+                                    "written (cache_dir in tpmguard.conf; run as root).", path);
+        return 0;
 }
 
 static int cmd_verify(const cli *c) {
@@ -558,8 +565,14 @@ static int cmd_verify(const cli *c) {
         text = json_object_to_json_string_ext(json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
         if (c->record) {
                 q = record_verify_result(config, text);
-                if (q < 0 && r >= 0)
-                        r = q;
+                if (q < 0 && r >= 0) {
+                        /* Not a verification failure: say what failed. */
+                        if (c->json)
+                                printf("%s\n", text);
+                        else
+                                printf("TPM verified, but the record in %s was not written (see above).\n", config->cache_dir);
+                        return q;
+                }
         }
         if (c->json) {
                 printf("%s\n", text);

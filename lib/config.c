@@ -9,6 +9,7 @@
 #include "error.h"
 #include "log.h"
 #include "tpmguard-config.h"
+#include "util.h"
 
 #define TG_DEFAULT_TCTI "device:/dev/tpmrm0"
 #define TG_DEFAULT_CACHE_DIR "/run/tpmguard"
@@ -139,6 +140,8 @@ static int config_defaults(tg_config **ret) {
         c->da_max_tries = TG_DA_MAX_TRIES;
         c->da_recovery_time = TG_DA_RECOVERY_TIME;
         c->da_lockout_recovery = TG_DA_LOCKOUT_RECOVERY;
+        c->pin_tries = TG_DEFAULT_PIN_TRIES;
+        c->pin_da_reserve = TG_DEFAULT_PIN_DA_RESERVE;
         c->allow_no_pin = false;
         c->pin_min_length = TG_PIN_MIN_LENGTH_DEFAULT;
         *ret = TAKE_PTR(c);
@@ -158,7 +161,25 @@ static int parse_u32(const char *origin, unsigned line, const char *key, const c
         return 0;
 }
 
+static int parse_uint(const char *origin, unsigned line, const char *key, const char *value,
+                      unsigned min, unsigned max, unsigned *ret) {
+        unsigned long n;
+        char *end;
+
+        errno = 0;
+        n = strtoul(value, &end, 10);
+        if (!isdigit((unsigned char) value[0]) || *end != '\0' || errno != 0 || n < min || n > max)
+                return log_error_rc(-TG_ERR_CONFIG, "%s:%u: %s must be a whole number from %u to %u, not \"%s\".",
+                                    origin, line, key, min, max, value);
+        *ret = (unsigned) n;
+        return 0;
+}
+
 static int config_set(tg_config *c, const char *origin, unsigned line, const char *key, const char *value) {
+        if (strcmp(key, "pin_tries") == 0)
+                return parse_uint(origin, line, key, value, 1, TG_PIN_TRIES_MAX, &c->pin_tries);
+        if (strcmp(key, "pin_da_reserve") == 0)
+                return parse_uint(origin, line, key, value, 0, TG_PIN_DA_RESERVE_MAX, &c->pin_da_reserve);
         if (strcmp(key, "tcti") == 0)
                 return set_string(&c->tcti, value);
         if (strcmp(key, "state_dir") == 0)
@@ -227,6 +248,8 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
         return log_error_rc(-TG_ERR_CONFIG, "%s:%u: unknown setting \"%s\".", origin, line, key);
 }
 
+/* The settings seen so far, for the duplicate check (keys are short; the set is small). */
+#define CONFIG_KEYS_MAX 32
 int tg_config_get(const tg_config *c, const char *key, char **ret) {
         const char *s = NULL;
         char buf[96], *copy;
@@ -260,6 +283,12 @@ int tg_config_get(const tg_config *c, const char *key, char **ret) {
         } else if (strcmp(key, "da_lockout_recovery") == 0) {
                 snprintf(buf, sizeof buf, "%" PRIu32, c->da_lockout_recovery);
                 s = buf;
+        } else if (strcmp(key, "pin_tries") == 0) {
+                snprintf(buf, sizeof buf, "%u", c->pin_tries);
+                s = buf;
+        } else if (strcmp(key, "pin_da_reserve") == 0) {
+                snprintf(buf, sizeof buf, "%u", c->pin_da_reserve);
+                s = buf;
         } else if (strcmp(key, "allow_no_pin") == 0)
                 s = c->allow_no_pin ? "yes" : "no";
         else if (strcmp(key, "allow_unextended_pcrs") == 0)
@@ -280,6 +309,9 @@ int tg_config_parse(const char *text, const char *origin, tg_config **ret) {
         _cleanup_config_ tg_config *c = NULL;
         _cleanup_free_ char *copy = strdup(text);
         char *saveptr = NULL, *l;
+        const char *seen[CONFIG_KEYS_MAX];
+        unsigned seen_line[CONFIG_KEYS_MAX];
+        size_t n_seen = 0;
         unsigned line = 0;
         int r;
 
@@ -318,6 +350,19 @@ int tg_config_parse(const char *text, const char *origin, tg_config **ret) {
                 r = config_set(c, origin, line, key, value);
                 if (r < 0)
                         return r;
+                /*
+                 * A key given twice is an error, not "the last one wins": a
+                 * second line further down must not silently undo the one
+                 * an administrator reads (kernel_null_name = required).
+                 */
+                for (size_t i = 0; i < n_seen; i++)
+                        if (strcmp(seen[i], key) == 0)
+                                return log_error_rc(-TG_ERR_CONFIG, "%s:%u: \"%s\" is already set on line %u; "
+                                                    "each setting may appear once.", origin, line, key, seen_line[i]);
+                if (n_seen >= CONFIG_KEYS_MAX)
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: too many settings.", origin, line);
+                seen[n_seen] = key; /* points into copy, which outlives the loop */
+                seen_line[n_seen++] = line;
                 l = next;
         }
 
@@ -326,33 +371,36 @@ int tg_config_parse(const char *text, const char *origin, tg_config **ret) {
 }
 
 int tg_config_load(const char *path, tg_config **ret) {
-        _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *text = NULL;
-        size_t n;
+        _cleanup_free_ uint8_t *text = NULL;
+        bool explicit = true;
+        size_t n = 0;
+        int r;
 
         if (!path)
                 path = secure_getenv("TPMGUARD_CONFIG");
-        if (!path || *path == '\0')
+        if (!path || *path == '\0') {
                 path = TPMGUARD_CONFIG_PATH;
+                explicit = false;
+        }
 
-        f = fopen(path, "re");
-        if (!f) {
-                if (errno != ENOENT)
-                        return log_error_rc(-TG_ERR_CONFIG, "Cannot read %s: %m", path);
+        r = tg_read_trusted_file(path, "configuration", TG_MAX_CONFIG_SIZE, &text, &n);
+        if (r == -TG_ERR_NOT_FOUND) {
+                /* A file named by -c or $TPMGUARD_CONFIG is meant to be used: never fall back to defaults. */
+                if (explicit)
+                        return log_error_rc(-TG_ERR_CONFIG, "The configuration file %s does not exist "
+                                            "(named by -c/--config or $TPMGUARD_CONFIG).", path);
                 log_debug("%s does not exist, using defaults.", path);
                 return tg_config_parse("", path, ret);
         }
-
-        text = malloc(TG_MAX_CONFIG_SIZE + 1);
-        if (!text)
-                return -TG_ERR_NOMEM;
-        n = fread(text, 1, TG_MAX_CONFIG_SIZE + 1, f);
-        if (ferror(f))
-                return log_error_rc(-TG_ERR_CONFIG, "Cannot read %s.", path);
-        if (n > TG_MAX_CONFIG_SIZE)
-                return log_error_rc(-TG_ERR_CONFIG, "%s is larger than %d bytes.", path, TG_MAX_CONFIG_SIZE);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(-TG_ERR_CONFIG, "%s is not a regular file or is larger than %d bytes.",
+                                    path, TG_MAX_CONFIG_SIZE);
+        if (r == -TG_ERR_IO)
+                return log_error_rc(-TG_ERR_CONFIG, "Cannot read %s: %s.", path,
+                                    errno == EACCES ? "permission denied (run as root)" : strerror(errno));
+        if (r < 0)
+                return r;
         if (memchr(text, '\0', n))
                 return log_error_rc(-TG_ERR_CONFIG, "%s contains a NUL byte.", path);
-        text[n] = '\0';
-        return tg_config_parse(text, path, ret);
+        return tg_config_parse((const char *) text, path, ret);
 }

@@ -32,6 +32,8 @@ typedef struct tg_config {
         uint32_t da_max_tries;        /* failures before lockout; default TG_DA_MAX_TRIES */
         uint32_t da_recovery_time;    /* seconds after which one failure is forgiven; TG_DA_RECOVERY_TIME */
         uint32_t da_lockout_recovery; /* seconds after a failed lockout authorization; TG_DA_LOCKOUT_RECOVERY */
+        unsigned pin_tries;    /* wrong PINs per unlock before giving up to the passphrase */
+        unsigned pin_da_reserve; /* TPM DA tries an unlock never spends */
         bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: issue 14 §3) */
         bool allow_unextended_pcrs; /* seal to PCRs at their reset value (default no) */
         unsigned pin_min_length; /* shortest new PIN accepted (default TG_PIN_MIN_LENGTH_DEFAULT) */
@@ -39,6 +41,17 @@ typedef struct tg_config {
          * over a token whose policy is weaker than this configuration. */
         bool accept_token_policy;
 } tg_config;
+
+/* Like booster: three PIN attempts per unlock, then the recovery passphrase. */
+#define TG_DEFAULT_PIN_TRIES 3
+#define TG_PIN_TRIES_MAX 10
+/*
+ * The last TPM dictionary-attack tries an unlock never spends: a typo
+ * storm at the boot prompt can never lock the TPM out, and the owner keeps
+ * tries for 'tpmguard change-pin' or a later boot.
+ */
+#define TG_DEFAULT_PIN_DA_RESERVE 2
+#define TG_PIN_DA_RESERVE_MAX 100
 
 /*
  * The DA defaults: what canonical/secboot sets on TPMs it provisions, and
@@ -63,8 +76,10 @@ typedef struct tg_config {
 /*
  * Loads the configuration from path, or when path is NULL from
  * $TPMGUARD_CONFIG (honoured only without elevated privileges' secure-exec),
- * or else from the compiled-in /etc/tpmguard/tpmguard.conf. A missing file
- * gives the defaults; a malformed one is an error naming the line.
+ * or else from the compiled-in /etc/tpmguard/tpmguard.conf. A missing default
+ * file gives the defaults; a missing file named explicitly is an error. A
+ * malformed file, a key given twice, or a file that someone other than root
+ * could write (tg_check_trusted()) is an error naming the cause.
  */
 int tg_config_load(const char *path, tg_config **ret);
 /* Parses configuration text; origin names the source in messages. */

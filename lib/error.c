@@ -11,6 +11,12 @@
  * fall back to the passphrase prompt cleanly) after -ENOENT, -EPERM, -EAGAIN
  * or -ENOANO. Every failure of ours is therefore one of those four, except
  * running out of memory, which should stop everything.
+ *
+ * -ENOANO ("PIN missing or wrong") is the only one after which cryptsetup
+ * (--tries) and systemd-cryptsetup ask for the PIN again: a wrong PIN within
+ * the retry budget (tokens/unlock.c) is TG_ERR_PIN_RETRY → -ENOANO; the last
+ * wrong PIN of the budget, or one that would eat into the DA reserve, is
+ * TG_ERR_BAD_PIN → -EPERM, and the caller goes on to the passphrase.
  */
 static const struct {
         const char *id;
@@ -32,7 +38,7 @@ static const struct {
         [TG_ERR_EK_PROOF]        = { "ek-proof",         "the TPM answering is not the TPM of the EK certificate", 9, -ENOENT },
         [TG_ERR_AUTH_NEEDED]     = { "auth-needed",      "a TPM hierarchy password is needed",                 10, -ENOENT },
         [TG_ERR_PIN_NEEDED]      = { "pin-needed",       "a PIN is needed",                                    11, -ENOANO },
-        [TG_ERR_BAD_PIN]         = { "bad-pin",          "wrong PIN or passphrase",                                        12, -EPERM },
+        [TG_ERR_BAD_PIN]         = { "bad-pin",          "wrong PIN or passphrase",                           12, -EPERM },
         [TG_ERR_LOCKOUT]         = { "lockout",          "TPM is in dictionary-attack lockout",                13, -EAGAIN },
         [TG_ERR_PCR_MISMATCH]    = { "pcr-mismatch",     "PCR values do not match the sealed policy",          14, -ENOENT },
         [TG_ERR_TOKEN]           = { "token",            "malformed tpmguard token",                           15, -ENOENT },
@@ -40,6 +46,7 @@ static const struct {
         [TG_ERR_NOT_FOUND]       = { "not-found",        "not found",                                          17, -ENOENT },
         [TG_ERR_CANCELLED]       = { "cancelled",        "cancelled",                                          18, -ENOENT },
         [TG_ERR_VOLUME_BINDING]  = { "volume-binding",   "the volume is not the one enrolled on this machine", 19, -ENOENT },
+        [TG_ERR_PIN_RETRY]       = { "pin-retry",        "wrong PIN, another try is allowed",                  20, -ENOANO },
 };
 
 static int tg_err_index(int r) {

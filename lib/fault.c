@@ -7,6 +7,7 @@
 
 #if TPMGUARD_FAULT_INJECTION
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,17 +15,20 @@
 
 static uint64_t fault_points_passed;
 static uint64_t fault_inject_at;      /* 0: never */
+static uint64_t fault_signal_at;      /* 0: never */
 static int fault_trace = -1;          /* -1: environment not read yet */
 static TSS2_TCTI_RECEIVE_FCN tcti_receive_original;
 
 static void fault_read_environment(void) {
-        const char *at, *trace;
+        const char *at, *trace, *sig;
 
         if (fault_trace >= 0)
                 return;
         at = secure_getenv("TPMGUARD_FAULT_INJECT_AT");
         trace = secure_getenv("TPMGUARD_FAULT_TRACE");
+        sig = secure_getenv("TPMGUARD_FAULT_SIGNAL_AT");
         fault_inject_at = at ? strtoull(at, NULL, 10) : 0;
+        fault_signal_at = sig ? strtoull(sig, NULL, 10) : 0;
         fault_trace = trace && strcmp(trace, "1") == 0;
 }
 
@@ -38,6 +42,14 @@ void tg_fault_point(const char *name) {
                 n = snprintf(line, sizeof line, "fault-injection: point %" PRIu64 " (%s)\n", fault_points_passed, name);
                 if (n > 0)
                         (void) !write(STDERR_FILENO, line, (size_t) n);
+        }
+        if (fault_signal_at != 0 && fault_points_passed == fault_signal_at) {
+                /* Like ^C at this moment: the process goes on only if it handles SIGINT. */
+                n = snprintf(line, sizeof line, "fault-injection: SIGINT at point %" PRIu64 " (%s)\n",
+                             fault_points_passed, name);
+                if (n > 0)
+                        (void) !write(STDERR_FILENO, line, (size_t) n);
+                (void) raise(SIGINT);
         }
         if (fault_inject_at == 0 || fault_points_passed != fault_inject_at)
                 return;

@@ -19,7 +19,8 @@
  * TPMGUARD_FAULT_INJECT_AT=N makes the process _exit(99) at the Nth point it
  * reaches (after the write or the TPM response, before anything else
  * happens), printing "fault-injection: exit at point N (NAME)" to stderr;
- * TPMGUARD_FAULT_TRACE=1 prints every point it passes. In a production build
+ * TPMGUARD_FAULT_TRACE=1 prints every point it passes;
+ * TPMGUARD_FAULT_SIGNAL_AT=N raises SIGINT at the Nth point (like ^C then). In a production build
  * tg_fault_point() and tg_fault_tcti_hook() are empty inline functions, no
  * hook exists, and neither variable is ever read.
  */

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <fcntl.h>
+#include <assert.h>
 #include <libgen.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "error.h"
 #include "log.h"
@@ -54,15 +57,11 @@ int tg_hex_decode(const char *hex, size_t hex_len, uint8_t **ret, size_t *ret_si
         return 0;
 }
 
-int tg_read_file(const char *path, size_t max_size, uint8_t **ret, size_t *ret_size) {
-        _cleanup_close_ int fd = -1;
+static int read_fd(int fd, size_t max_size, uint8_t **ret, size_t *ret_size) {
         _cleanup_free_ uint8_t *buf = NULL;
         struct stat st;
         size_t size = 0;
 
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO;
         if (fstat(fd, &st) < 0)
                 return -TG_ERR_IO;
         if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode) && !S_ISFIFO(st.st_mode))
@@ -88,6 +87,71 @@ int tg_read_file(const char *path, size_t max_size, uint8_t **ret, size_t *ret_s
         *ret = TAKE_PTR(buf);
         *ret_size = size;
         return 0;
+}
+
+int tg_read_file(const char *path, size_t max_size, uint8_t **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO;
+        return read_fd(fd, max_size, ret, ret_size);
+}
+
+/* Root, or (for a process that is not root) its own user: nobody else may decide our policy. */
+static bool owner_trusted(uid_t uid) {
+        return uid == 0 || uid == geteuid();
+}
+
+int tg_check_trusted(int fd, const char *path, const char *what) {
+        _cleanup_free_ char *dircopy = NULL;
+        struct stat st, dst;
+
+        assert(path);
+        if (fstat(fd, &st) < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot stat %s: %m", path);
+        /*
+         * Whoever can write this file decides tpmguard's security policy (or
+         * which TPM key is trusted): a file owned or writable by another user
+         * is refused rather than obeyed.
+         */
+        if (!owner_trusted(st.st_uid))
+                return log_error_rc(-TG_ERR_CONFIG,
+                                    "Refusing %s %s: it is owned by uid %u, not by root. "
+                                    "Fix it with: chown root:root %s && chmod go-w %s",
+                                    what, path, (unsigned) st.st_uid, path, path);
+        if (st.st_mode & (S_IWGRP | S_IWOTH))
+                return log_error_rc(-TG_ERR_CONFIG,
+                                    "Refusing %s %s: it is writable by %s (mode %04o). Fix it with: chmod go-w %s",
+                                    what, path, st.st_mode & S_IWOTH ? "every user" : "its group",
+                                    (unsigned) (st.st_mode & 07777), path);
+        /* The directory too: whoever can write it can replace the file. */
+        dircopy = strdup(path);
+        if (!dircopy)
+                return -TG_ERR_NOMEM;
+        if (stat(dirname(dircopy), &dst) < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot stat the directory of %s: %m", path);
+        if (!owner_trusted(dst.st_uid) ||
+            ((dst.st_mode & (S_IWGRP | S_IWOTH)) && !(dst.st_mode & S_ISVTX)))
+                return log_error_rc(-TG_ERR_CONFIG,
+                                    "Refusing %s %s: its directory is owned by uid %u with mode %04o, so another "
+                                    "user could replace the file. Make the directory root-owned and not writable "
+                                    "by group or others.", what, path, (unsigned) dst.st_uid,
+                                    (unsigned) (dst.st_mode & 07777));
+        return 0;
+}
+
+int tg_read_trusted_file(const char *path, const char *what, size_t max_size, uint8_t **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO;
+        r = tg_check_trusted(fd, path, what);
+        if (r < 0)
+                return r;
+        return read_fd(fd, max_size, ret, ret_size);
 }
 
 int tg_write_file_atomic(const char *path, const void *data, size_t size, unsigned mode) {

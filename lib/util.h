@@ -10,6 +10,16 @@ int tg_hex_encode(const uint8_t *data, size_t size, char **ret);
 int tg_hex_decode(const char *hex, size_t hex_len, uint8_t **ret, size_t *ret_size);
 /* Reads a whole regular file of at most max_size bytes. */
 int tg_read_file(const char *path, size_t max_size, uint8_t **ret, size_t *ret_size);
+/*
+ * Refuses (-TG_ERR_CONFIG, with the fix in the message) a file that decides
+ * policy or trust (tpmguard.conf, the pinned key) when it is not owned by
+ * root (or by the process's own user, for a process that is not root), is
+ * writable by group or others, or sits in a directory that others could write
+ * (without the sticky bit). what names the file in messages.
+ */
+int tg_check_trusted(int fd, const char *path, const char *what);
+/* tg_read_file() after tg_check_trusted(); -TG_ERR_NOT_FOUND when it does not exist. */
+int tg_read_trusted_file(const char *path, const char *what, size_t max_size, uint8_t **ret, size_t *ret_size);
 /* Writes data to path atomically: temporary file in the same directory, fsync, rename, fsync dir. */
 int tg_write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
 /* asprintf that leaves *ret NULL on failure and returns 0 or -TG_ERR_NOMEM. */

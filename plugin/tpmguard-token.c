@@ -27,6 +27,14 @@ TOKEN_EXPORT void cryptsetup_token_buffer_free(void *buffer, size_t buffer_len);
 TOKEN_EXPORT int cryptsetup_token_validate(struct crypt_device *cd, const char *json);
 TOKEN_EXPORT void cryptsetup_token_dump(struct crypt_device *cd, const char *json);
 
+/*
+ * Wrong PINs per token in this process: cryptsetup (--tries) and
+ * systemd-cryptsetup (which asks again on -ENOANO without a bound of its own)
+ * call us once per PIN typed; tokens/unlock.c turns the count into "ask
+ * again" or "give up to the passphrase".
+ */
+static tg_pin_attempts pin_attempts;
+
 static void log_to_cryptsetup(int level, const char *message, void *userdata) {
         struct crypt_device *cd = userdata;
         int crypt_level;
@@ -79,7 +87,7 @@ int cryptsetup_token_open_pin(struct crypt_device *cd, int token, const char *pi
                         goto out;
         }
 
-        r = tg_unlock_token_json(cd, json, pin_secret, &passphrase);
+        r = tg_unlock_token_json(cd, json, pin_secret, &pin_attempts, &passphrase);
         if (r < 0)
                 goto out;
 

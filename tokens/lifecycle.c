@@ -40,6 +40,7 @@
 #include "binding.h"
 #include "error.h"
 #include "fault.h"
+#include "interrupt.h"
 #include "json-util.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -201,23 +202,26 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"operation\" missing.");
         s = json_object_get_string(v);
         if (strcmp(s, "rotate") != 0 && strcmp(s, "reseal") != 0 && strcmp(s, "recovery-key") != 0 &&
-            strcmp(s, "passwd") != 0)
+            strcmp(s, "passwd") != 0 && strcmp(s, "enroll") != 0)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: unknown operation \"%.16s\".", s);
         snprintf(m.operation, sizeof m.operation, "%s", s);
         passphrase_op = tg_pending_marker_is_passphrase_op(&m);
-        /* passwd touches no token; recovery-key may replace nothing. */
+        /* passwd touches no token; recovery-key may replace nothing; an enrollment has no
+         * token and no old keyslot yet (both -1). */
         if (strcmp(m.operation, "passwd") == 0)
                 r = json_optional_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, -1, &m.token);
         else
-                r = json_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, &m.token);
+                r = json_int_field(o, "token", -1, TG_LUKS2_TOKENS_MAX - 1, &m.token);
         if (r < 0)
                 return r;
         if (strcmp(m.operation, "recovery-key") == 0)
                 r = json_optional_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, -1, &m.old_keyslot);
         else
-                r = json_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
+                r = json_int_field(o, "old_keyslot", -1, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
         if (r < 0)
                 return r;
+        if (!passphrase_op && ((strcmp(s, "enroll") == 0) != (m.token == -1) || (m.token == -1) != (m.old_keyslot == -1)))
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"token\" and \"old_keyslot\" are -1 exactly for \"enroll\".");
         r = json_int_field(o, "new_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.new_keyslot);
         if (r < 0)
                 return r;
@@ -315,10 +319,15 @@ void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pen
                 passphrase_marker_plan(cd, marker_id, m, &p);
                 goto last;
         }
-        p.roll_forward = tg_luks_token_has_type(cd, m->token, TG_TOKEN_TYPE) && tg_luks_token_load(cd, m->token, &t) >= 0 &&
-                         t.keyslot == m->new_keyslot;
-        explicit_bzero(&t, sizeof t);
-        if (p.roll_forward) {
+        if (m->token < 0)
+                /* enroll: complete once a token (not the marker) references the new keyslot. */
+                p.roll_forward = tg_luks_keyslot_referenced(cd, m->new_keyslot, marker_id);
+        else
+                p.roll_forward = tg_luks_token_has_type(cd, m->token, TG_TOKEN_TYPE) &&
+                                 tg_luks_token_load(cd, m->token, &t) >= 0 && t.keyslot == m->new_keyslot;
+        if (p.roll_forward && m->old_keyslot < 0) {
+                /* enroll: nothing is left over */
+        } else if (p.roll_forward) {
                 /* The old keyslot held the secret the token no longer seals. */
                 if (tg_luks_keyslot_active(cd, m->old_keyslot) && !tg_luks_keyslot_referenced(cd, m->old_keyslot, marker_id))
                         p.leftover_keyslot = m->old_keyslot;
@@ -364,6 +373,10 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
                            m.old_keyslot, m.new_keyslot,
                            p.roll_forward ? "the new keyslot was committed, the replaced one goes"
                                           : "the new keyslot was never committed, it goes");
+        else if (interrupted && m.token < 0)
+                log_notice("%s: resolving an interrupted enroll (keyslot %d): %s.", device, m.new_keyslot,
+                           p.roll_forward ? "its token was written, the enrollment is complete"
+                                          : "no token was written, the new keyslot goes");
         else if (interrupted)
                 log_notice("%s: completing an interrupted %s of token %d (keyslot %d → %d): %s.", device, m.operation,
                            m.token, m.old_keyslot, m.new_keyslot,
@@ -391,6 +404,10 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
         if (actions)
                 (*actions)++;
         return 0;
+}
+
+int tg_pending_marker_resolve(struct crypt_device *cd, const char *device, int marker_id) {
+        return marker_resolve(cd, device, marker_id, false, NULL);
 }
 
 static int markers_resolve_all(struct crypt_device *cd, const char *device, unsigned *actions) {
@@ -508,10 +525,19 @@ static int replace_token(lifecycle *lc, const tg_token *t) {
         r = tg_token_to_string(t, &json);
         if (r < 0)
                 return r;
-        r = crypt_token_json_set(lc->cd, lc->token_id, json);
+        /* One write, old or new credential: a signal waits until it is done. */
+        tg_interrupt_begin();
+        r = tg_interrupt_check("before replacing the token");
+        if (r >= 0) {
+                r = crypt_token_json_set(lc->cd, lc->token_id, json);
+                if (r < 0)
+                        r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot replace token %d: %s. Nothing was changed.",
+                                         lc->token_id, strerror(-r));
+        }
+        if (tg_interrupt_end() != 0 && r >= 0)
+                log_notice("Interrupted after the change was complete: it is kept.");
         if (r < 0)
-                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot replace token %d: %s. Nothing was changed.",
-                                    lc->token_id, strerror(-r));
+                return r;
         tg_fault_point("after-token-replace");
         return 0;
 }
@@ -527,8 +553,8 @@ static int free_keyslot(struct crypt_device *cd, const char *device) {
  * New keyslot: marker, keyslot (authorized by authorization), marker bound,
  * seal + test, token switched, old keyslot destroyed, marker removed.
  */
-static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_secret *authorization,
-                               const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const tg_secret *authorization,
+                                     const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
         _cleanup_secret_ tg_secret *secret = NULL;
         _cleanup_free_ char *marker_json = NULL, *token_json = NULL;
         tg_pending_marker m = { .token = lc->token_id, .old_keyslot = lc->token.keyslot, .bound_keyslot = -1 };
@@ -549,6 +575,9 @@ static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_se
 
         /* 1. The marker, before anything it describes exists. */
         r = tg_pending_marker_to_string(&m, &marker_json);
+        if (r < 0)
+                return r;
+        r = tg_interrupt_check("before any change");
         if (r < 0)
                 return r;
         marker_id = crypt_token_json_set(lc->cd, CRYPT_ANY_TOKEN, marker_json);
@@ -576,9 +605,15 @@ static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_se
                 goto undo;
         }
         tg_fault_point("after-marker-bind");
+        r = tg_interrupt_check("after adding the new keyslot");
+        if (r < 0)
+                goto undo;
 
         /* 3. Seal, test, and prove the keyslot. */
         r = seal_and_test(lc, params, secret, new_keyslot, test, &t);
+        if (r < 0)
+                goto undo;
+        r = tg_interrupt_check("after sealing");
         if (r < 0)
                 goto undo;
         r = crypt_activate_by_passphrase(lc->cd, NULL, new_keyslot, (const char *) secret->data, secret->size, 0);
@@ -615,6 +650,18 @@ undo:
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
         else
                 log_info("Nothing was changed.");
+        return r;
+}
+
+/* SIGINT/SIGTERM/SIGHUP in between: undone at the next step (lib/interrupt.h). */
+static int move_to_new_keyslot(lifecycle *lc, const char *operation, const tg_secret *authorization,
+                               const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+        int r;
+
+        tg_interrupt_begin();
+        r = move_to_new_keyslot_steps(lc, operation, authorization, params, test, ret);
+        if (tg_interrupt_end() != 0 && r >= 0)
+                log_notice("Interrupted after the change was complete: it is kept.");
         return r;
 }
 

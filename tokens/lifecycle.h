@@ -19,10 +19,11 @@
  * the recovery passphrase and with the old or the new TPM credential, and a
  * rerun completes it (docs/lifecycle.md).
  *
- * Operations that add a keyslot (rotate; reseal with the recovery
+ * Operations that add a keyslot (enroll; rotate; reseal with the recovery
  * passphrase) first write a "pending" marker token, type
  * TG_PENDING_TOKEN_TYPE, naming the token, the old keyslot and the new
- * keyslot; they bind it to the new keyslot right after adding that, and
+ * keyslot (for enroll: token and old keyslot -1, complete once a token
+ * references the new keyslot); they bind it to the new keyslot right after adding that, and
  * remove it last. A marker found later is an interrupted operation: it is
  * rolled forward when the token already points at the new keyslot (the old
  * keyslot is destroyed), rolled back otherwise (the new keyslot is
@@ -42,10 +43,10 @@
  * window before the marker is bound to it.
  */
 typedef struct tg_pending_marker {
-        char operation[16];   /* "rotate", "reseal", "recovery-key" or "passwd" */
-        int token;            /* rotate, reseal: the tpmguard token being moved; recovery-key: the id of the
-                               * label token it writes; passwd: -1 */
-        int old_keyslot;      /* the keyslot before the operation; -1: none (recovery-key without --replace) */
+        char operation[16];   /* "enroll", "rotate", "reseal", "recovery-key" or "passwd" */
+        int token;            /* enroll, rotate, reseal: the tpmguard token being moved; recovery-key: the id of
+                               * the label token it writes; passwd: -1 */
+        int old_keyslot;      /* the keyslot before the operation; -1: none (enroll; recovery-key without --replace) */
         int new_keyslot;      /* the keyslot the operation adds */
         int bound_keyslot;    /* the marker's own "keyslots" entry, -1 if none yet */
         bool committed;       /* passphrase operations: past the commit point */
@@ -58,6 +59,9 @@ bool tg_pending_marker_is_passphrase_op(const tg_pending_marker *m);
 /* Strict parser and writer of the marker token (type, keyslots, operation, token, old/new keyslot). */
 int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret);
 int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret);
+/* Completes or undoes what marker token marker_id records, then removes it (tokens/luks.c: enroll). */
+struct crypt_device;
+int tg_pending_marker_resolve(struct crypt_device *cd, const char *device, int marker_id);
 
 /* What resolving a marker does, decided without writing anything (status shows it). */
 typedef struct tg_marker_plan {

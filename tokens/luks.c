@@ -2,10 +2,13 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "binding.h"
 #include "error.h"
 #include "fault.h"
+#include "interrupt.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "luks.h"
 #include "token.h"
@@ -99,8 +102,14 @@ int tg_luks_keyslot_destroy(struct crypt_device *cd, int keyslot) {
 
 int tg_luks_open(const char *device, struct crypt_device **ret) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
+        struct stat st;
         int r;
 
+        /* libcryptsetup says "Block device required" for a path that does not exist: name the real cause. */
+        if (stat(device, &st) < 0)
+                return log_error_rc(errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO, "Cannot open %s: %m", device);
+        if (!S_ISBLK(st.st_mode) && !S_ISREG(st.st_mode))
+                return log_error_rc(-TG_ERR_INVALID, "%s is neither a block device nor an image file.", device);
         r = crypt_init(&cd, device);
         if (r < 0)
                 return log_error_rc(-TG_ERR_NOT_FOUND, "Cannot open %s: %s", device, strerror(-r));
@@ -138,15 +147,151 @@ static int use_minimal_pbkdf(struct crypt_device *cd) {
         return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot set the keyslot PBKDF: %s", strerror(-r)) : 0;
 }
 
+static int free_keyslot(struct crypt_device *cd, const char *device) {
+        int n = crypt_keyslot_max(CRYPT_LUKS2);
+
+        for (int k = 0; k < n; k++)
+                if (crypt_keyslot_status(cd, k) == CRYPT_SLOT_INACTIVE)
+                        return k;
+        return log_error_rc(-TG_ERR_CRYPTSETUP, "%s has no free keyslot.", device);
+}
+
+/*
+ * The header changes of an enrollment: pending marker (tokens/lifecycle.h),
+ * keyslot, marker bound to it, seal and test, token, marker removed. A
+ * signal (lib/interrupt.h) or an error before the token write undoes the
+ * keyslot; a crash leaves the marker, which 'tpmguard status' reports and
+ * 'tpmguard cleanup' (or any lifecycle command) resolves.
+ */
+static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_verified_tpm *v, const tg_verify_report *report,
+                        const char *device, const tg_secret *unlock_passphrase, const tg_enroll_options *options,
+                        int *ret_keyslot, int *ret_token) {
+        _cleanup_secret_ tg_secret *secret = NULL, *check = NULL;
+        _cleanup_free_ char *json = NULL, *marker_json = NULL;
+        tg_pending_marker m = { .operation = "enroll", .token = -1, .old_keyslot = -1, .bound_keyslot = -1 };
+        tg_token token;
+        int keyslot, marker_id, token_id, r, q;
+
+        keyslot = options->keyslot >= 0 ? options->keyslot : free_keyslot(cd, device);
+        if (keyslot < 0)
+                return keyslot;
+        m.new_keyslot = keyslot;
+        r = tg_keyslot_secret_new(&secret);
+        if (r < 0)
+                return r;
+        r = use_minimal_pbkdf(cd);
+        if (r < 0)
+                return r;
+        r = tg_pending_marker_to_string(&m, &marker_json);
+        if (r < 0)
+                return r;
+        r = tg_interrupt_check("before any change");
+        if (r < 0)
+                return r;
+
+        /* The marker takes the highest free token id, so the token itself gets the lowest (as before markers). */
+        marker_id = -ENOSPC;
+        for (int id = tg_luks_tokens_max() - 1; id >= 0 && marker_id == -ENOSPC; id--)
+                if (crypt_token_status(cd, id, NULL) == CRYPT_TOKEN_INACTIVE)
+                        marker_id = id;
+        if (marker_id >= 0)
+                marker_id = crypt_token_json_set(cd, marker_id, marker_json);
+        if (marker_id < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the pending marker: %s. Nothing was changed.",
+                                    strerror(-marker_id));
+        tg_fault_point("after-marker-write");
+
+        r = crypt_keyslot_add_by_passphrase(cd, keyslot,
+                                            (const char *) unlock_passphrase->data, unlock_passphrase->size,
+                                            (const char *) secret->data, secret->size);
+        if (r == -EPERM) {
+                r = log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase.", device);
+                goto undo;
+        }
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot add keyslot %d to %s: %s", keyslot, device, strerror(-r));
+                goto undo;
+        }
+        tg_fault_point("after-keyslot-add");
+        log_info("Added keyslot %d.", keyslot);
+        r = crypt_token_assign_keyslot(cd, marker_id, keyslot);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot bind the pending marker to keyslot %d: %s", keyslot, strerror(-r));
+                goto undo;
+        }
+        tg_fault_point("after-marker-bind");
+        r = tg_interrupt_check("after adding the keyslot");
+        if (r < 0)
+                goto undo;
+
+        r = tg_seal(v, &options->seal, secret, &token);
+        if (r < 0)
+                goto undo;
+        token.keyslot = keyslot;
+        token.ek_signing_key_name = report->ek_signing_key_name;
+
+        /* Prove it: the TPM gives the secret back, and the secret opens the new keyslot. */
+        r = tg_unseal(v, &token, options->seal.pin, &check);
+        if (r < 0) {
+                log_error("The test unseal failed; nothing is kept.");
+                goto undo;
+        }
+        if (check->size != secret->size || !memeq_const(check->data, secret->data, secret->size)) {
+                r = log_alert_rc(-TG_ERR_INTERPOSER, "The test unseal returned a different secret; nothing is kept.");
+                goto undo;
+        }
+        r = crypt_activate_by_passphrase(cd, NULL, keyslot, (const char *) check->data, check->size, 0);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot does not open: %s", strerror(-r));
+                goto undo;
+        }
+        r = tg_interrupt_check("after sealing");
+        if (r < 0)
+                goto undo;
+
+        /* Bind the volume before the token exists (issue 14 §4): a binding
+         * without a token is harmless, a token whose volume is not bound is
+         * refused by the plugin. */
+        r = tg_volume_binding_record(config->state_dir, cd, keyslot, check);
+        if (r < 0)
+                goto undo;
+        r = tg_token_to_string(&token, &json);
+        if (r < 0)
+                goto undo;
+        token_id = crypt_token_json_set(cd, CRYPT_ANY_TOKEN, json);
+        if (token_id < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the token: %s", strerror(-token_id));
+                goto undo;
+        }
+        tg_fault_point("after-token-write");
+        explicit_bzero(&token, sizeof token);
+        /* From here on the enrollment is complete; the marker only says so. */
+        r = tg_pending_marker_resolve(cd, device, marker_id);
+        if (r < 0)
+                log_warning("The enrollment is complete, but its pending marker (token %d) is left over; "
+                            "'tpmguard cleanup %s' removes it.", marker_id, device);
+        if (ret_keyslot)
+                *ret_keyslot = keyslot;
+        if (ret_token)
+                *ret_token = token_id;
+        return 0;
+
+undo:
+        explicit_bzero(&token, sizeof token);
+        q = tg_pending_marker_resolve(cd, device, marker_id);
+        if (q < 0)
+                log_error("Could not undo everything; run 'tpmguard cleanup %s'.", device);
+        else
+                log_info("Nothing was kept: no keyslot, no token.");
+        return r;
+}
+
 int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlock_passphrase,
               const tg_enroll_options *options, int *ret_keyslot, int *ret_token) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
-        _cleanup_secret_ tg_secret *secret = NULL, *check = NULL;
-        _cleanup_free_ char *json = NULL;
         tg_verify_report report;
-        tg_token token;
-        int keyslot = -1, token_id, r;
+        int r;
 
         r = tg_luks_open(device, &cd);
         if (r < 0)
@@ -168,71 +313,11 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
                 if (r < 0)
                         return log_error_rc(r, "Enrollment refused: %s is unchanged.", device);
         }
-        r = tg_keyslot_secret_new(&secret);
-        if (r < 0)
-                return r;
-        r = use_minimal_pbkdf(cd);
-        if (r < 0)
-                return r;
-        keyslot = crypt_keyslot_add_by_passphrase(cd, options->keyslot,
-                                                  (const char *) unlock_passphrase->data, unlock_passphrase->size,
-                                                  (const char *) secret->data, secret->size);
-        if (keyslot == -EPERM)
-                return log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase.", device);
-        if (keyslot < 0)
-                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot add a keyslot to %s: %s", device, strerror(-keyslot));
-        log_info("Added keyslot %d.", keyslot);
 
-        r = tg_seal(v, &options->seal, secret, &token);
-        if (r < 0)
-                goto undo;
-        token.keyslot = keyslot;
-        token.ek_signing_key_name = report.ek_signing_key_name;
-
-        /* Prove it: the TPM gives the secret back, and the secret opens the new keyslot. */
-        r = tg_unseal(v, &token, options->seal.pin, &check);
-        if (r < 0) {
-                log_error("The test unseal failed; nothing is kept.");
-                goto undo;
-        }
-        if (check->size != secret->size || !memeq_const(check->data, secret->data, secret->size)) {
-                r = log_alert_rc(-TG_ERR_INTERPOSER, "The test unseal returned a different secret; nothing is kept.");
-                goto undo;
-        }
-        r = crypt_activate_by_passphrase(cd, NULL, keyslot, (const char *) check->data, check->size, 0);
-        if (r < 0) {
-                r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot does not open: %s", strerror(-r));
-                goto undo;
-        }
-
-        /* Bind the volume before the token exists (issue 14 §4): a binding
-         * without a token is harmless, a token whose volume is not bound is
-         * refused by the plugin. */
-        r = tg_volume_binding_record(config->state_dir, cd, keyslot, check);
-        if (r < 0)
-                goto undo;
-        r = tg_token_to_string(&token, &json);
-        if (r < 0)
-                goto undo;
-        token_id = crypt_token_json_set(cd, CRYPT_ANY_TOKEN, json);
-        if (token_id < 0) {
-                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the token: %s", strerror(-token_id));
-                goto undo;
-        }
-        explicit_bzero(&token, sizeof token);
-        if (ret_keyslot)
-                *ret_keyslot = keyslot;
-        if (ret_token)
-                *ret_token = token_id;
-        return 0;
-
-undo:
-        explicit_bzero(&token, sizeof token);
-        if (crypt_keyslot_destroy(cd, keyslot) < 0)
-                log_error("Could not remove keyslot %d again; remove it with 'cryptsetup luksKillSlot %s %d'.",
-                          keyslot, device, keyslot);
-        else
-                log_info("Removed keyslot %d again.", keyslot);
+        tg_interrupt_begin();
+        r = enroll_steps(config, cd, v, &report, device, unlock_passphrase, options, ret_keyslot, ret_token);
+        if (tg_interrupt_end() != 0 && r >= 0)
+                log_notice("Interrupted after the enrollment was complete: it is kept.");
         return r;
 }
 

@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <openssl/evp.h>
+#include <string.h>
+
 #include "binding.h"
 #include "config.h"
 #include "error.h"
@@ -8,11 +11,46 @@
 #include "unlock.h"
 #include "verify.h"
 
+unsigned tg_pin_da_spendable(bool in_lockout, uint32_t failures, uint32_t max_failures, unsigned reserve) {
+        uint32_t remaining;
+
+        if (in_lockout || failures >= max_failures)
+                return 0;
+        remaining = max_failures - failures;
+        return remaining > reserve ? remaining - reserve : 0;
+}
+
+/* The counter of wrong PINs for this token JSON; NULL when the table is full or on error. */
+static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json) {
+        uint8_t digest[32];
+        unsigned int digest_size = 0;
+
+        if (!attempts)
+                return NULL;
+        if (EVP_Digest(token_json, strlen(token_json), digest, &digest_size, EVP_sha256(), NULL) != 1 ||
+            digest_size != sizeof digest)
+                return NULL;
+        for (size_t i = 0; i < TG_PIN_ATTEMPTS_SLOTS; i++)
+                if (attempts->slot[i].used && memcmp(attempts->slot[i].token_digest, digest, sizeof digest) == 0)
+                        return &attempts->slot[i].wrong;
+        for (size_t i = 0; i < TG_PIN_ATTEMPTS_SLOTS; i++)
+                if (!attempts->slot[i].used) {
+                        attempts->slot[i].used = true;
+                        memcpy(attempts->slot[i].token_digest, digest, sizeof digest);
+                        attempts->slot[i].wrong = 0;
+                        return &attempts->slot[i].wrong;
+                }
+        return NULL;
+}
+
 int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
-                         tg_secret **ret_passphrase) {
+                         tg_pin_attempts *attempts, tg_secret **ret_passphrase) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_secret_ tg_secret *secret = NULL;
+        tg_da_state da;
+        bool da_known = false;
+        unsigned *wrong;
         tg_token token;
         int r;
 
@@ -26,11 +64,56 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         r = tg_config_load(NULL, &config);
         if (r < 0)
                 return r;
+        wrong = token.pin ? attempts_slot(attempts, token_json) : NULL;
+        if (wrong && *wrong >= config->pin_tries)
+                /* systemd-cryptsetup would ask forever on -ENOANO: the budget ends here. */
+                return log_error_rc(-TG_ERR_BAD_PIN, "%u wrong PINs: no more tries (pin_tries = %u). "
+                                    "Use the recovery passphrase.", *wrong, config->pin_tries);
+
         /* One unseal and nothing after it: the session ends with its last command (no FlushContext). */
         r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = true }, NULL, &v);
         if (r < 0)
                 return r;
+
+        if (token.pin) {
+                /*
+                 * The DA state is read without a session: a lying interposer can
+                 * only make us refuse (it can do that anyway) or spend tries the
+                 * TPM itself still counts and bounds.
+                 */
+                da_known = tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0;
+                if (da_known && tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
+                                                    config->pin_da_reserve) == 0)
+                        return log_error_rc(-TG_ERR_LOCKOUT,
+                                            "Not trying the PIN: %s. tpmguard never spends the TPM's last %u "
+                                            "dictionary-attack tries at the boot prompt (pin_da_reserve in %s). "
+                                            "Use the recovery passphrase; the TPM forgives one failure every %u s.",
+                                            da.in_lockout ? "the TPM is in dictionary-attack lockout" :
+                                            "only the reserved TPM dictionary-attack tries remain",
+                                            config->pin_da_reserve, config->path, da.recovery_seconds);
+        }
+
         r = tg_unseal(v, &token, pin, &secret);
+        if (r == -TG_ERR_BAD_PIN) {
+                unsigned spendable = 1;
+
+                if (wrong)
+                        (*wrong)++;
+                if (da_known && tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0)
+                        spendable = tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
+                                                        config->pin_da_reserve);
+                if (!wrong || *wrong >= config->pin_tries)
+                        return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries for this unlock (pin_tries = %u): "
+                                            "use the recovery passphrase.", config->pin_tries);
+                if (spendable == 0)
+                        return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries: the TPM's remaining "
+                                            "dictionary-attack tries are the %u kept in reserve "
+                                            "(pin_da_reserve). Use the recovery passphrase.", config->pin_da_reserve);
+                log_error("Try again (%u of %u PIN tries left for this unlock).",
+                          config->pin_tries - *wrong < spendable ? config->pin_tries - *wrong : spendable,
+                          config->pin_tries);
+                return -TG_ERR_PIN_RETRY;
+        }
         if (r < 0)
                 return r;
         /* The secret goes to libcryptsetup only for the volume enrolled here

@@ -2,19 +2,50 @@
 #pragma once
 
 #include <libcryptsetup.h>
+#include <stdbool.h>
+#include <stdint.h>
 
 #include "secret.h"
+
+/*
+ * PIN attempts per token within one process (cryptsetup and
+ * systemd-cryptsetup open one volume per process and call the plugin once per
+ * PIN typed). The caller owns it; the plugin keeps one for its lifetime.
+ * Keyed by the SHA-256 of the token JSON so that two volumes in one process
+ * have budgets of their own.
+ */
+#define TG_PIN_ATTEMPTS_SLOTS 8
+typedef struct tg_pin_attempts {
+        struct {
+                uint8_t token_digest[32];
+                unsigned wrong;
+                bool used;
+        } slot[TG_PIN_ATTEMPTS_SLOTS];
+} tg_pin_attempts;
 
 /*
  * The whole unlock path behind the token plugin: configuration from /etc
  * (never from the token), token JSON validated, TPM verified, secret
  * unsealed over verified sessions, then checked against the volume binding
  * of cd (tokens/binding.h; skipped when cd is NULL, for tests that have no
- * volume). pin may be NULL. Returns the keyslot
- * passphrase, or one of: -TG_ERR_PIN_NEEDED, -TG_ERR_BAD_PIN,
- * -TG_ERR_LOCKOUT, -TG_ERR_PCR_MISMATCH, -TG_ERR_INTERPOSER,
- * -TG_ERR_NOT_PROVISIONED, -TG_ERR_NO_NULL_NAME, -TG_ERR_TPM_UNREACHABLE,
- * -TG_ERR_TOKEN, -TG_ERR_TPM, -TG_ERR_VOLUME_BINDING, ...
+ * volume). pin may be NULL. attempts may be NULL (then every wrong PIN is
+ * final).
+ *
+ * The PIN retry policy (tpmguard.conf pin_tries, pin_da_reserve): a wrong PIN
+ * returns -TG_ERR_PIN_RETRY (libcryptsetup asks again) while fewer than
+ * pin_tries wrong PINs were typed for this token in this process and more than
+ * pin_da_reserve TPM dictionary-attack tries remain; otherwise -TG_ERR_BAD_PIN
+ * (give up to the recovery passphrase). With pin_da_reserve or fewer DA tries
+ * left, the PIN is not tried at all (-TG_ERR_LOCKOUT): the TPM's last tries are
+ * never spent at a boot prompt.
+ *
+ * Returns the keyslot passphrase, or one of: -TG_ERR_PIN_NEEDED,
+ * -TG_ERR_PIN_RETRY, -TG_ERR_BAD_PIN, -TG_ERR_LOCKOUT, -TG_ERR_PCR_MISMATCH,
+ * -TG_ERR_INTERPOSER, -TG_ERR_NOT_PROVISIONED, -TG_ERR_NO_NULL_NAME,
+ * -TG_ERR_TPM_UNREACHABLE, -TG_ERR_TOKEN, -TG_ERR_TPM, -TG_ERR_VOLUME_BINDING, ...
  */
 int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
-                         tg_secret **ret_passphrase);
+                         tg_pin_attempts *attempts, tg_secret **ret_passphrase);
+
+/* The number of DA tries an unlock may still spend: remaining minus reserve, 0 when none. */
+unsigned tg_pin_da_spendable(bool in_lockout, uint32_t failures, uint32_t max_failures, unsigned reserve);

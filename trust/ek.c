@@ -749,6 +749,9 @@ static void explain_missing_issuer(X509_STORE_CTX *ctx) {
 
 int tg_ek_cert_verify_anchor(const tg_ek_trust *trust, X509 *cert, tg_ek_anchor *ret_anchor) {
         _cleanup_(X509_STORE_CTX_freep) X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+        _cleanup_free_ char *fingerprint = NULL;
+        unsigned char md[EVP_MAX_MD_SIZE];
+        unsigned int md_size = 0;
         int r;
 
         if (!ctx)
@@ -786,6 +789,9 @@ int tg_ek_cert_verify_anchor(const tg_ek_trust *trust, X509 *cert, tg_ek_anchor 
                 return 0;
         }
         ERR_clear_error();
+        /* The owner can compare it with a second, independent reading of the EK certificate. */
+        if (X509_digest(cert, EVP_sha256(), md, &md_size) == 1 && tg_hex_encode(md, md_size, &fingerprint) >= 0)
+                log_error("The EK certificate (SHA-256 fingerprint %s) does not verify:", fingerprint);
         r = chain_error(ctx, trust->known);
         if (!explain_distrusted(trust, ctx))
                 explain_missing_issuer(ctx);

@@ -159,7 +159,10 @@ int tg_pinned_key_load(const char *state_dir, tg_pinned_key *ret) {
 
         if (tg_asprintf(&path, "%s/%s", state_dir, TG_PINNED_FILE_NAME) < 0)
                 return -TG_ERR_NOMEM;
-        r = tg_read_file(path, TG_PINNED_MAX_SIZE, &data, &size);
+        /* Whoever can write this file chooses which TPM is trusted: root only (tg_check_trusted). */
+        r = tg_read_trusted_file(path, "pinned EK signing key", TG_PINNED_MAX_SIZE, &data, &size);
+        if (r == -TG_ERR_CONFIG)
+                return r;
         if (r == -TG_ERR_NOT_FOUND)
                 return log_error_rc(-TG_ERR_NOT_PROVISIONED,
                                     "Not provisioned: %s does not exist. Run 'tpmguard provision' first.", path);

@@ -6,6 +6,10 @@
 #include <tss2/tss2_rc.h>
 #include <tss2/tss2_tctildr.h>
 
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "error.h"
 #include "fault.h"
 #include "log.h"
@@ -13,6 +17,35 @@
 #include "tcti.h"
 
 #include "tpm.h"
+
+/*
+ * For a local device TCTI ("device:PATH", or the default /dev/tpmrm0), the
+ * real reason the TPM does not answer: the device node missing (no TPM, or
+ * its driver not loaded) or not accessible (not root, not in group tss).
+ * Logs it and returns <0 when one of those is the cause; 0 otherwise.
+ */
+static int tcti_device_problem(const char *tcti_conf) {
+        const char *path = NULL;
+
+        if (!tcti_conf || *tcti_conf == '\0')
+                path = "/dev/tpmrm0";
+        else if (strcmp(tcti_conf, "device") == 0)
+                path = "/dev/tpm0";
+        else if (strncmp(tcti_conf, "device:", 7) == 0)
+                path = tcti_conf + 7;
+        if (!path || access(path, R_OK | W_OK) == 0)
+                return 0;
+        if (errno == EACCES || errno == EPERM)
+                return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
+                                    "Permission denied on %s: run tpmguard as root (the TPM device is root:tss, mode 0660).",
+                                    path);
+        if (errno == ENOENT)
+                return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
+                                    "%s does not exist: this machine has no TPM 2.0 enabled in the firmware setup, or its "
+                                    "driver (tpm_crb, tpm_tis) is not loaded. Check the tcti setting in tpmguard.conf.",
+                                    path);
+        return log_error_rc(-TG_ERR_TPM_UNREACHABLE, "Cannot open %s: %m", path);
+}
 
 int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
         _cleanup_(tg_tpm_freep) tg_tpm *t = NULL;
@@ -24,6 +57,8 @@ int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
                 return -TG_ERR_NOMEM;
 
         rc = Tss2_TctiLdr_Initialize(tcti_conf, &t->transport);
+        if (rc != TSS2_RC_SUCCESS && tcti_device_problem(tcti_conf) < 0)
+                return -TG_ERR_TPM_UNREACHABLE;
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
                                     "No TPM answers on \"%s\" (%s). Is the TPM present and its driver loaded? "

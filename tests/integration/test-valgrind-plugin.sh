@@ -61,7 +61,7 @@ test_case memcheck_wrong_pin
 memcheck_wrong_pin() {
         setup_enrolled
         printf '9999\n' >"$WORK/wrong"
-        # cryptsetup asks again after -EPERM, reads EOF: "no usable token" (1) or "wrong parameters" (2).
+        # A wrong PIN is -ENOANO (pin_tries): cryptsetup asks again, reads EOF: "no usable token" (1) or "wrong parameters" (2).
         memcheck_open '1|2' <"$WORK/wrong"
         # The plugin ran and refused (not: cryptsetup failed without it).
         expect_in "Wrong PIN" "$(cat "$WORK/out")"

@@ -3,8 +3,12 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <tss2/tss2_tpm2_types.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "error.h"
@@ -23,6 +27,8 @@ static void test_defaults(void **state) {
         assert_int_equal(c->da_max_tries, 32);
         assert_int_equal(c->da_recovery_time, 7200);
         assert_int_equal(c->da_lockout_recovery, 86400);
+        assert_int_equal(c->pin_tries, 3);
+        assert_int_equal(c->pin_da_reserve, TG_DEFAULT_PIN_DA_RESERVE);
 }
 
 static void test_all_keys(void **state) {
@@ -40,7 +46,9 @@ static void test_all_keys(void **state) {
                 "pcrs = 0,7,23\n"
                 "da_max_tries = 1000\n"
                 "da_recovery_time = 0\n"
-                "da_lockout_recovery = 4294967295\n";
+                "da_lockout_recovery = 4294967295\n"
+                "pin_tries = 5\n"
+                "pin_da_reserve = 0\n";
 
         assert_int_equal(tg_config_parse(text, "test", &c), 0);
         assert_string_equal(c->tcti, "swtpm:path=/tmp/x");
@@ -54,6 +62,8 @@ static void test_all_keys(void **state) {
         assert_int_equal(c->da_max_tries, 1000);
         assert_int_equal(c->da_recovery_time, 0);
         assert_int_equal(c->da_lockout_recovery, UINT32_MAX);
+        assert_int_equal(c->pin_tries, 5);
+        assert_int_equal(c->pin_da_reserve, 0);
 }
 
 /* config get prints what the parser decided, for every key, round trip. */
@@ -112,12 +122,80 @@ static void test_rejects(void **state) {
                 "tcti\n",
                 "tcti =\n",
                 "= value\n",
+                "pin_tries = 0\n",
+                "pin_tries = 11\n",
+                "pin_tries = 3x\n",
+                "pin_tries = -1\n",
+                "pin_da_reserve = 101\n",
+                /* A second line must not silently undo the first. */
+                "kernel_null_name = required\nkernel_null_name = if-available\n",
+                "pcrs = 7\n# later\npcrs = 0\n",
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
                 tg_config *c = NULL;
                 assert_int_equal(tg_config_parse(bad[i], "test", &c), -TG_ERR_CONFIG);
                 assert_null(c);
         }
+}
+
+static char dir[] = "/tmp/tpmguard-test-config.XXXXXX";
+
+static void write_mode(const char *path, const char *text, mode_t mode) {
+        FILE *f = fopen(path, "we");
+        assert_non_null(f);
+        fputs(text, f);
+        assert_int_equal(fclose(f), 0);
+        assert_int_equal(chmod(path, mode), 0);
+}
+
+/* Whoever can write the configuration decides policy: only root (or our own user) may. */
+static void test_load_trust(void **state) {
+        char path[256], sub[256];
+        tg_config *c = NULL;
+
+        assert_non_null(mkdtemp(dir));
+        snprintf(path, sizeof path, "%s/tpmguard.conf", dir);
+
+        /* Named explicitly and missing: an error, never the defaults. */
+        assert_int_equal(tg_config_load(path, &c), -TG_ERR_CONFIG);
+        assert_null(c);
+        setenv("TPMGUARD_CONFIG", path, 1);
+        assert_int_equal(tg_config_load(NULL, &c), -TG_ERR_CONFIG);
+        unsetenv("TPMGUARD_CONFIG");
+
+        write_mode(path, "kernel_null_name = if-available\n", 0644);
+        assert_int_equal(tg_config_load(path, &c), 0);
+        assert_int_equal(c->kernel_null_name, TG_NULL_NAME_IF_AVAILABLE);
+        tg_config_free(c);
+        c = NULL;
+
+        /* Writable by the group or by everyone: refused. */
+        assert_int_equal(chmod(path, 0664), 0);
+        assert_int_equal(tg_config_load(path, &c), -TG_ERR_CONFIG);
+        assert_int_equal(chmod(path, 0646), 0);
+        assert_int_equal(tg_config_load(path, &c), -TG_ERR_CONFIG);
+        assert_int_equal(chmod(path, 0644), 0);
+
+        /* Owned by another user (only testable as root). */
+        if (geteuid() == 0) {
+                assert_int_equal(chown(path, 65534, 0), 0);
+                assert_int_equal(tg_config_load(path, &c), -TG_ERR_CONFIG);
+                assert_int_equal(chown(path, 0, 0), 0);
+        }
+
+        /* In a directory others can write (no sticky bit): refused. */
+        snprintf(sub, sizeof sub, "%s/open", dir);
+        assert_int_equal(mkdir(sub, 0777), 0);
+        assert_int_equal(chmod(sub, 0777), 0);
+        snprintf(path, sizeof path, "%s/open/tpmguard.conf", dir);
+        write_mode(path, "pcrs = 7\n", 0644);
+        assert_int_equal(tg_config_load(path, &c), -TG_ERR_CONFIG);
+        assert_null(c);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(rmdir(sub), 0);
+        snprintf(path, sizeof path, "%s/tpmguard.conf", dir);
+        assert_int_equal(unlink(path), 0);
+        assert_int_equal(rmdir(dir), 0);
 }
 
 static void test_pcr_list(void **state) {
@@ -142,6 +220,7 @@ int main(void) {
                 cmocka_unit_test(test_get),
                 cmocka_unit_test(test_rejects),
                 cmocka_unit_test(test_pcr_list),
+                cmocka_unit_test(test_load_trust),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

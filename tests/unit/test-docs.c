@@ -144,6 +144,8 @@ static void test_conf_as_shipped(void **state) {
         assert_int_equal(shipped->da_max_tries, defaults->da_max_tries);
         assert_int_equal(shipped->da_recovery_time, defaults->da_recovery_time);
         assert_int_equal(shipped->da_lockout_recovery, defaults->da_lockout_recovery);
+        assert_int_equal(shipped->pin_tries, defaults->pin_tries);
+        assert_int_equal(shipped->pin_da_reserve, defaults->pin_da_reserve);
         assert_int_equal(shipped->allow_no_pin, defaults->allow_no_pin);
         assert_int_equal(shipped->pin_min_length, defaults->pin_min_length);
         assert_int_equal(shipped->allow_unextended_pcrs, defaults->allow_unextended_pcrs);
@@ -154,6 +156,7 @@ static void test_conf_uncommented(void **state) {
         static const char *const settings[] = {
                 "tcti", "kernel_null_name", "null_name_path", "ek_ca", "state_dir", "cache_dir", "pcr_bank", "pcrs",
                 "da_max_tries", "da_recovery_time", "da_lockout_recovery",
+                "pin_tries", "pin_da_reserve",
                 "allow_no_pin", "pin_min_length", "allow_unextended_pcrs",
         };
         _cleanup_config_ tg_config *all = NULL, *defaults = NULL;
@@ -195,6 +198,8 @@ static void test_conf_uncommented(void **state) {
         assert_int_equal(all->da_max_tries, defaults->da_max_tries);
         assert_int_equal(all->da_recovery_time, defaults->da_recovery_time);
         assert_int_equal(all->da_lockout_recovery, defaults->da_lockout_recovery);
+        assert_int_equal(all->pin_tries, defaults->pin_tries);
+        assert_int_equal(all->pin_da_reserve, defaults->pin_da_reserve);
         assert_int_equal(all->allow_no_pin, defaults->allow_no_pin);
         assert_int_equal(all->pin_min_length, defaults->pin_min_length);
         assert_int_equal(all->allow_unextended_pcrs, defaults->allow_unextended_pcrs);

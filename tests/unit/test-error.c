@@ -30,6 +30,8 @@ static void test_every_code_described(void **state) {
 static void test_cryptsetup_contract(void **state) {
         assert_int_equal(tg_err_to_cryptsetup_errno(-TG_ERR_PIN_NEEDED), -ENOANO);
         assert_int_equal(tg_err_to_cryptsetup_errno(-TG_ERR_BAD_PIN), -EPERM);
+        /* Only -ENOANO makes cryptsetup --tries and systemd-cryptsetup ask for the PIN again. */
+        assert_int_equal(tg_err_to_cryptsetup_errno(-TG_ERR_PIN_RETRY), -ENOANO);
         assert_int_equal(tg_err_to_cryptsetup_errno(-TG_ERR_TPM_UNREACHABLE), -EAGAIN);
         assert_int_equal(tg_err_to_cryptsetup_errno(-TG_ERR_LOCKOUT), -EAGAIN);
         assert_int_equal(tg_err_to_cryptsetup_errno(-TG_ERR_INTERPOSER), -ENOENT);
