@@ -170,8 +170,11 @@ setup_enrolled() { setup_enrolled_common "$@"; }
 # the release's name.
 cryptsetup_has_external_tokens_path() {
         if [ -z "${_TG_EXT_TOKENS_PATH:-}" ]; then
+                local help
+                # Not piped into grep -q: under pipefail its early exit would fail the pipe.
+                help=$(cryptsetup --help 2>/dev/null) || true
                 _TG_EXT_TOKENS_PATH=no
-                cryptsetup --help 2>/dev/null | grep -q -- '--external-tokens-path' && _TG_EXT_TOKENS_PATH=yes
+                case $help in *--external-tokens-path*) _TG_EXT_TOKENS_PATH=yes ;; esac
         fi
         [ "$_TG_EXT_TOKENS_PATH" = yes ]
 }
