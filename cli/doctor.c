@@ -18,6 +18,8 @@
 #include <openssl/x509.h>
 #include <tss2/tss2_rc.h>
 
+#include "binding.h"
+#include "crypttab.h"
 #include "doctor.h"
 #include "ek.h"
 #include "error.h"
@@ -27,12 +29,11 @@
 #include "pinned.h"
 #include "policy.h"
 #include "seal.h"
+#include "subprocess.h"
 #include "tpm.h"
 #include "util.h"
 
-#define DOCTOR_LISTING_MAX (32u * 1024u * 1024u)
 #define DOCTOR_DETAIL_MAX 4096u
-#define DOCTOR_CRYPTTAB_MAX (256u * 1024u)
 
 /* ---- Error severity: which problem's exit code the whole run returns. ---- */
 
@@ -573,105 +574,6 @@ static void check_verification(doctor *d) {
 
 /* ---- Volumes. ---- */
 
-void tg_strv_free(char **v, size_t n) {
-        if (!v)
-                return;
-        for (size_t i = 0; i < n; i++)
-                free(v[i]);
-        free(v);
-}
-
-static int crypttab_device_path(const char *spec, char **ret) {
-        static const struct {
-                const char *prefix;
-                const char *dir;
-        } tags[] = {
-                { "UUID=", "/dev/disk/by-uuid/" },
-                { "PARTUUID=", "/dev/disk/by-partuuid/" },
-                { "LABEL=", "/dev/disk/by-label/" },
-                { "PARTLABEL=", "/dev/disk/by-partlabel/" },
-                { "ID=", "/dev/disk/by-id/" },
-        };
-
-        for (size_t i = 0; i < ELEMENTSOF(tags); i++) {
-                size_t n = strlen(tags[i].prefix);
-                if (strncmp(spec, tags[i].prefix, n) == 0) {
-                        if (spec[n] == '\0' || strchr(spec + n, '/'))
-                                return -TG_ERR_INVALID;
-                        return tg_asprintf(ret, "%s%s", tags[i].dir, spec + n);
-                }
-        }
-        if (spec[0] != '/')
-                return -TG_ERR_INVALID;
-        *ret = strdup(spec);
-        return *ret ? 0 : -TG_ERR_NOMEM;
-}
-
-int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
-        _cleanup_free_ uint8_t *data = NULL;
-        _cleanup_free_ char *text = NULL;
-        char **devices = NULL;
-        size_t size, n = 0;
-        unsigned line = 0;
-        char *l, *next;
-        int r;
-
-        r = tg_read_file(path, DOCTOR_CRYPTTAB_MAX, &data, &size);
-        if (r == -TG_ERR_NOT_FOUND) {
-                *ret_devices = NULL;
-                *ret_n = 0;
-                return 0;
-        }
-        if (r < 0)
-                return log_error_rc(r, "Cannot read %s.", path);
-        if (memchr(data, '\0', size))
-                return log_error_rc(-TG_ERR_INVALID, "%s contains a NUL byte.", path);
-        text = strndup((const char *) data, size);
-        if (!text)
-                return -TG_ERR_NOMEM;
-
-        for (l = text; l; l = next) {
-                char *fields[2], *save = NULL, *dev = NULL, **grown;
-                int nf = 0;
-
-                next = strchr(l, '\n');
-                if (next)
-                        *next++ = '\0';
-                line++;
-                for (char *t = strtok_r(l, " \t\r", &save); t && nf < 2; t = strtok_r(NULL, " \t\r", &save)) {
-                        if (nf == 0 && t[0] == '#')
-                                break;
-                        fields[nf++] = t;
-                }
-                if (nf == 0)
-                        continue;
-                if (nf < 2) {
-                        tg_strv_free(devices, n);
-                        return log_error_rc(-TG_ERR_INVALID, "%s:%u: expected \"NAME DEVICE [KEY [OPTIONS]]\".",
-                                            path, line);
-                }
-                r = crypttab_device_path(fields[1], &dev);
-                if (r < 0) {
-                        tg_strv_free(devices, n);
-                        return r == -TG_ERR_NOMEM ? r
-                                                  : log_error_rc(r, "%s:%u: \"%s\" is neither a path nor "
-                                                                 "UUID=, PARTUUID=, LABEL=, PARTLABEL= or ID=.",
-                                                                 path, line, fields[1]);
-                }
-                grown = reallocarray(devices, n + 1, sizeof *devices);
-                if (!grown) {
-                        free(dev);
-                        tg_strv_free(devices, n);
-                        return -TG_ERR_NOMEM;
-                }
-                devices = grown;
-                devices[n++] = dev;
-        }
-        *ret_devices = devices;
-        *ret_n = n;
-        return 0;
-}
-
 static void check_token(doctor *d, struct crypt_device *cd, const char *device, int id) {
         char subject[512], pcrs[96];
         const char *json = NULL;
@@ -697,6 +599,18 @@ static void check_token(doctor *d, struct crypt_device *cd, const char *device, 
                 return;
         }
         tg_pcr_list_format(token.pcr_mask, pcrs, sizeof pcrs);
+        {
+                char why[256];
+                /* The header is attacker-writable: a token weaker than the
+                 * configuration may have been edited (issue 14 §2). */
+                if (tg_token_policy_weaker(&token, d->config, why, sizeof why)) {
+                        c = add_check(d, "volume", subject, TG_DOCTOR_WARNING, 0,
+                                      "The token's policy is weaker than the configuration: %s. It may have been "
+                                      "edited in the LUKS2 header.", why);
+                        set_next(d, c, "If you did not make it so, unlock with the recovery passphrase and seal again "
+                                 "under the configured policy: tpmguard reseal --unlock-key-file F %s", device);
+                }
+        }
         ks = token.keyslot >= 0 ? crypt_keyslot_status(cd, token.keyslot) : CRYPT_SLOT_INVALID;
         if (ks != CRYPT_SLOT_ACTIVE && ks != CRYPT_SLOT_ACTIVE_LAST) {
                 c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, -TG_ERR_TOKEN,
@@ -759,15 +673,33 @@ static void check_volume(doctor *d, const char *device, bool from_crypttab) {
                 set_next(d, c, "Check the device name%s.", from_crypttab ? " in /etc/crypttab" : "");
                 return;
         }
-        for (int id = 0; id < 32; id++) {
-                const char *type = NULL;
-                crypt_token_info ti = crypt_token_status(cd, id, &type);
-
-                if (ti == CRYPT_TOKEN_INVALID || ti == CRYPT_TOKEN_INACTIVE || !type ||
-                    strcmp(type, TG_TOKEN_TYPE) != 0)
+        for (int id = 0; id < tg_luks_tokens_max(); id++) {
+                if (!tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE))
                         continue;
                 n_tokens++;
                 check_token(d, cd, device, id);
+        }
+        if (n_tokens > 0) {
+                bool exists = false, listed = false;
+                /* Decoy volumes are refused against the bindings (tokens/binding.h). */
+                r = tg_volume_binding_present(d->config->state_dir, crypt_get_uuid(cd) ?: "", &exists, &listed);
+                if (r < 0) {
+                        c = add_check(d, "volume", device, TG_DOCTOR_PROBLEM, -TG_ERR_VOLUME_BINDING,
+                                      "The volume bindings in %s cannot be read: the TPM will not unlock any volume.",
+                                      d->config->state_dir);
+                        set_next(d, c, "Unlock with the recovery passphrase, remove %s/%s and run 'tpmguard bind %s'.",
+                                 d->config->state_dir, TG_BINDINGS_FILE_NAME, device);
+                } else if (!exists) {
+                        c = add_check(d, "volume", device, TG_DOCTOR_WARNING, 0,
+                                      "No volume is bound on this machine: a decoy volume with this volume's UUID "
+                                      "would unlock without the PIN.");
+                        set_next(d, c, "tpmguard bind %s, then rebuild the initrd.", device);
+                } else if (!listed) {
+                        c = add_check(d, "volume", device, TG_DOCTOR_PROBLEM, -TG_ERR_VOLUME_BINDING,
+                                      "The volume is not bound on this machine: its token will be refused at unlock.");
+                        set_next(d, c, "If this is your volume: tpmguard bind %s, then rebuild the initrd.", device);
+                } else
+                        add_check(d, "volume", device, TG_DOCTOR_OK, 0, "Bound to this machine (decoy volumes refused).");
         }
         if (n_tokens == 0) {
                 c = add_check(d, "volume", device, TG_DOCTOR_WARNING, 0,
@@ -807,79 +739,6 @@ static void check_volumes(doctor *d) {
 }
 
 /* ---- Initrd. ---- */
-
-static bool find_program(const char *name, char *buf, size_t size) {
-        const char *path = getenv("PATH") ?: "/usr/sbin:/usr/bin:/sbin:/bin";
-        _cleanup_free_ char *copy = strdup(path);
-        char *save = NULL;
-
-        if (!copy)
-                return false;
-        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
-                snprintf(buf, size, "%s/%s", dir, name);
-                if (access(buf, X_OK) == 0)
-                        return true;
-        }
-        return false;
-}
-
-/* Runs argv (no shell), returns its stdout (at most DOCTOR_LISTING_MAX bytes) and exit status. */
-static int run_capture(char *const argv[], char **ret_out, int *ret_status) {
-        _cleanup_free_ char *out = NULL;
-        size_t len = 0, cap = 0;
-        int pipefd[2], status = 0;
-        pid_t pid;
-
-        if (pipe2(pipefd, O_CLOEXEC) < 0)
-                return log_error_rc(-TG_ERR_IO, "pipe: %m");
-        pid = fork();
-        if (pid < 0) {
-                close(pipefd[0]);
-                close(pipefd[1]);
-                return log_error_rc(-TG_ERR_IO, "fork: %m");
-        }
-        if (pid == 0) {
-                int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-                if (dup2(pipefd[1], STDOUT_FILENO) < 0 || devnull < 0 || dup2(devnull, STDERR_FILENO) < 0 ||
-                    dup2(devnull, STDIN_FILENO) < 0)
-                        _exit(127);
-                execv(argv[0], argv);
-                _exit(127);
-        }
-        close(pipefd[1]);
-        for (;;) {
-                ssize_t n;
-                if (cap - len < 4096) {
-                        char *grown;
-                        if (cap >= DOCTOR_LISTING_MAX)
-                                break;
-                        grown = realloc(out, cap + 65536 + 1);
-                        if (!grown) {
-                                close(pipefd[0]);
-                                kill(pid, SIGKILL);
-                                waitpid(pid, NULL, 0);
-                                return -TG_ERR_NOMEM;
-                        }
-                        out = grown;
-                        cap += 65536;
-                }
-                n = read(pipefd[0], out + len, cap - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n <= 0)
-                        break;
-                len += (size_t) n;
-        }
-        close(pipefd[0]);
-        if (waitpid(pid, &status, 0) < 0)
-                return log_error_rc(-TG_ERR_IO, "waitpid: %m");
-        if (!out && !(out = strdup("")))
-                return -TG_ERR_NOMEM;
-        out[len] = '\0';
-        *ret_out = TAKE_PTR(out);
-        *ret_status = status;
-        return 0;
-}
 
 /* Does any line of the listing end in suffix (after an optional "./" or "/")? */
 static bool listing_has(const char *listing, const char *suffix) {
@@ -935,14 +794,14 @@ static void check_initrd(doctor *d) {
                           "Not checked: no initrd there (name one with --initrd FILE).");
                 return;
         }
-        if (!find_program("lsinitramfs", tool, sizeof tool) && !find_program("lsinitrd", tool, sizeof tool)) {
+        if (!tg_find_program("lsinitramfs", tool, sizeof tool) && !tg_find_program("lsinitrd", tool, sizeof tool)) {
                 add_check(d, "initrd", path, TG_DOCTOR_SKIPPED, 0,
                           "Not checked: neither lsinitramfs (initramfs-tools) nor lsinitrd (dracut) is installed.");
                 return;
         }
         tg_progress("Listing the initrd %s...", path);
         capture_begin(d);
-        r = run_capture((char *const[]) { tool, (char *) path, NULL }, &listing, &status);
+        r = tg_run_capture((char *const[]) { tool, (char *) path, NULL }, &listing, &status);
         capture_end();
         tg_progress_done();
         if (r < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0 || listing[0] == '\0') {

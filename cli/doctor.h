@@ -84,12 +84,4 @@ void tg_doctor_report_print(const tg_doctor_report *r, FILE *f);
 bool tg_err_more_severe(int a, int b);
 const char *tg_doctor_status_to_string(tg_doctor_status s);
 
-/*
- * The devices listed in a crypttab file, in order, as paths: UUID=, PARTUUID=,
- * LABEL=, PARTLABEL= and ID= become /dev/disk/by-*. Comments and blank lines
- * are skipped; a line with fewer than two fields is an error naming the line.
- * A missing file gives an empty list.
- */
-int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n);
-void tg_strv_free(char **v, size_t n);
 

@@ -117,7 +117,7 @@ static int pin_read_tty(const char *prompt, bool confirm, tg_secret **ret) {
 
         fd = open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
         if (fd < 0 || tcgetattr(fd, &saved) < 0)
-                return log_error_rc(-TG_ERR_IO,
+                return log_error_rc(-TG_ERR_PIN_NEEDED,
                                     "No terminal to ask for the PIN on (%m). Give the PIN in a file, or \"-\" for standard input.");
 
         quiet = saved;

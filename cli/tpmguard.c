@@ -4,12 +4,14 @@
  * files or the terminal (never argv or the environment), calls the core and
  * turns its error space into the exit codes documented in tpmguard(8).
  */
+#include <assert.h>
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "binding.h"
 #include "config.h"
 #include "doctor.h"
 #include "error.h"
@@ -24,6 +26,7 @@
 #include "seal.h"
 #include "token.h"
 #include "secret.h"
+#include "status.h"
 #include "tpmguard-config.h"
 #include "util.h"
 #include "verify.h"
@@ -54,78 +57,153 @@ typedef struct cli {
         const char *crypttab;
         int token;
         const char *new_pin_file;
+        bool accept_token_policy;
+        bool allow_unextended;
         char **args;
         int n_args;
 } cli;
 
-static void help(void) {
+/* ---- options and commands: one table each, so help, per-command usage and
+ * the check that an option applies to the command all come from one place ---- */
+
+enum {
+        OPT_CONFIG, OPT_TCTI, OPT_NULL_NAME, OPT_JSON, OPT_VERBOSE, OPT_QUIET, OPT_HELP, OPT_VERSION,
+        OPT_RECORD, OPT_EK_CERT, OPT_EK_CA, OPT_EK_INTERMEDIATES, OPT_OUTPUT, OPT_EAUTH, OPT_OWNER_AUTH,
+        OPT_PIN_FILE, OPT_NO_PIN, OPT_UNLOCK_KEY_FILE, OPT_SECRET_FILE, OPT_PCRS, OPT_PCR_BANK, OPT_PCR,
+        OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_ACCEPT_TOKEN_POLICY,
+        OPT_ALLOW_UNEXTENDED,
+        _OPT_MAX,
+};
+
+static const struct option_doc {
+        const char *name;   /* long name */
+        char short_name;    /* or 0 */
+        const char *arg;    /* NULL: a flag */
+        const char *text;
+} option_docs[_OPT_MAX] = {
+        [OPT_CONFIG]           = { "config", 'c', "FILE", "Configuration file (default " TPMGUARD_CONFIG_PATH ")" },
+        [OPT_TCTI]             = { "tcti", 0, "TCTI", "TPM transport, overrides the configuration" },
+        [OPT_NULL_NAME]        = { "null-name", 0, "FILE", "Read the kernel's null_name from FILE" },
+        [OPT_JSON]             = { "json", 0, NULL, "Machine-readable output (also on failure)" },
+        [OPT_VERBOSE]          = { "verbose", 'v', NULL, "More messages (repeat for debug)" },
+        [OPT_QUIET]            = { "quiet", 'q', NULL, "Errors only" },
+        [OPT_HELP]             = { "help", 'h', NULL, "This help, or the command's" },
+        [OPT_VERSION]          = { "version", 'V', NULL, "Version" },
+        [OPT_RECORD]           = { "record", 0, NULL, "Also write the result to cache_dir/boot-verify.json" },
+        [OPT_EK_CERT]          = { "ek-cert", 0, "FILE", "EK certificate (default: read from TPM NV)" },
+        [OPT_EK_CA]            = { "ek-ca", 0, "FILE|DIR", "Manufacturer CA store (default: ek_ca setting)" },
+        [OPT_EK_INTERMEDIATES] = { "ek-intermediates", 0, "FILE", "Extra untrusted intermediate certificates" },
+        [OPT_OUTPUT]           = { "output", 0, "DIR", "Where to pin the key (default: state_dir)" },
+        [OPT_EAUTH]            = { "endorsement-auth-file", 0, "F", "Endorsement hierarchy password ('-' = stdin)" },
+        [OPT_OWNER_AUTH]       = { "owner-auth-file", 0, "F", "Owner hierarchy password ('-' = stdin)" },
+        [OPT_PIN_FILE]         = { "pin-file", 0, "F", "Read the PIN from F ('-' = stdin) instead of the terminal" },
+        [OPT_NO_PIN]           = { "no-pin", 0, NULL, "No PIN: anyone who boots this machine unlocks the volume" },
+        [OPT_UNLOCK_KEY_FILE]  = { "unlock-key-file", 0, "F", "An existing passphrase or key file of the volume" },
+        [OPT_SECRET_FILE]      = { "secret-file", 0, "F", "The keyslot secret to seal, byte for byte ('-' = stdin)" },
+        [OPT_PCRS]             = { "pcrs", 0, "LIST", "PCRs to seal to, e.g. 7 or 0,2,7 (default: pcrs setting)" },
+        [OPT_PCR_BANK]         = { "pcr-bank", 0, "BANK", "sha256 (default: pcr_bank setting), sha1, sha384, sha512" },
+        [OPT_PCR]              = { "pcr", 0, "N=BANK:HEX", "Seal to this value instead of the current one (repeatable)" },
+        [OPT_KEY_SLOT]         = { "key-slot", 0, "N", "Keyslot for the new secret (default: first free)" },
+        [OPT_INITRD]           = { "initrd", 0, "FILE", "The initrd to inspect (default /boot/initrd.img-$(uname -r))" },
+        [OPT_CRYPTTAB]         = { "crypttab", 0, "FILE", "Where to find volumes when none is given (default /etc/crypttab)" },
+        [OPT_TOKEN]            = { "token", 0, "N", "The tpmguard token (needed when there are several)" },
+        [OPT_NEW_PIN_FILE]     = { "new-pin-file", 0, "F", "Read the new PIN from F ('-' = stdin)" },
+        [OPT_ALLOW_UNEXTENDED] = { "allow-unextended-pcrs", 0, NULL,
+                                   "Seal to PCRs that were never extended (all zeros or ones)" },
+        [OPT_ACCEPT_TOKEN_POLICY] = { "accept-token-policy", 0, NULL,
+                                      "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)" },
+};
+
+/* Options every command takes. */
+#define OPTS_GENERAL ((1ull << OPT_CONFIG) | (1ull << OPT_TCTI) | (1ull << OPT_VERBOSE) | (1ull << OPT_QUIET) | \
+                      (1ull << OPT_HELP) | (1ull << OPT_VERSION))
+#define O(x) (1ull << OPT_##x)
+#define OPTS_SEAL (O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(OWNER_AUTH) | O(ALLOW_UNEXTENDED))
+
+typedef struct cli_command {
+        const char *name;
+        const char *args;      /* synopsis of the arguments */
+        const char *summary;
+        uint64_t options;      /* besides OPTS_GENERAL */
+        int (*run)(const cli *c);
+} cli_command;
+
+static const cli_command *command_find(const char *name);
+
+static void option_print(int id) {
+        const struct option_doc *d = &option_docs[id];
+        char head[64];
+
+        if (d->short_name)
+                snprintf(head, sizeof head, "-%c --%s%s%s", d->short_name, d->name, d->arg ? " " : "", d->arg ?: "");
+        else
+                snprintf(head, sizeof head, "   --%s%s%s", d->name, d->arg ? " " : "", d->arg ?: "");
+        printf("  %-28s %s\n", head, d->text);
+}
+
+static void help_general(const cli_command *commands, size_t n) {
         printf("Usage: tpmguard [OPTIONS] COMMAND [ARGS]\n"
                "\n"
                "Unlock LUKS2 volumes with a TPM, safely against TPM bus interposers.\n"
                "\n"
-               "Commands:\n"
-               "  provision   Pin the EK signing key after proving it against the EK certificate\n"
-               "  verify      Verify the TPM: kernel null_name, pinned key, certification\n"
-               "  enroll DEV  Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token\n"
-               "  seal        Seal a given keyslot secret; print token JSON for 'cryptsetup token import'\n"
-               "  doctor [DEV...]  Explain the whole state, with a next step for each problem\n"
-               "  change-pin DEV  Change the PIN of a token (unseal, reseal with the new PIN)\n"
-               "  rotate DEV  Move a token to a new random secret in a new keyslot\n"
-               "  reseal DEV  Seal to new PCR values (after a firmware or boot chain update)\n"
-               "  remove DEV  Remove a token and its keyslot (never the last keyslot)\n"
-               "  status DEV  Tokens, keyslots, PCR policy state, interrupted operations, TPM state\n"
-               "  cleanup DEV Finish or undo interrupted operations, remove orphans\n"
-               "\n"
-               "Options:\n"
-               "  -c --config FILE             Configuration file (default %s)\n"
-               "     --tcti TCTI               TPM transport, overrides the configuration\n"
-               "     --null-name FILE          Read the kernel's null_name from FILE\n"
-               "     --json                    Machine-readable output\n"
-               "  -v --verbose                 More messages (repeat for debug)\n"
-               "  -q --quiet                   Errors only\n"
-               "  -h --help                    This help\n"
-               "     --version                 Version\n"
-               "\n"
-               "provision options:\n"
-               "     --ek-cert FILE            EK certificate (default: read from TPM NV)\n"
-               "     --ek-ca FILE|DIR          Manufacturer CA store (default: ek_ca setting)\n"
-               "     --ek-intermediates FILE   Extra untrusted intermediate certificates\n"
-               "     --output DIR              Where to pin the key (default: state_dir)\n"
-               "     --endorsement-auth-file F Endorsement hierarchy password ('-' = stdin)\n"
-               "\n"
-               "verify options:\n"
-               "     --record                  Also write the result to cache_dir/boot-verify.json\n"
-               "     --endorsement-auth-file F Endorsement hierarchy password ('-' = stdin)\n"
-               "\n"
-               "enroll and seal options:\n"
-               "     --pcrs LIST               PCRs to seal to, e.g. 7 or 0,2,7 (default: pcrs setting)\n"
-               "     --pcr-bank BANK           sha256 (default: pcr_bank setting), sha1, sha384, sha512\n"
-               "     --pcr N=BANK:HEX          Seal to this value instead of the current one (repeatable)\n"
-               "     --pin-file F              Read the new PIN from F ('-' = stdin) instead of the terminal\n"
-               "     --no-pin                  No PIN: anyone who boots this machine unlocks the volume\n"
-               "     --owner-auth-file F       Owner hierarchy password ('-' = stdin)\n"
-               "enroll options:\n"
-               "     --unlock-key-file F       An existing passphrase/key file (default: prompt)\n"
-               "     --key-slot N              Keyslot for the new secret (default: first free)\n"
-               "change-pin, rotate, reseal, remove options:\n"
-               "     --token N                 The tpmguard token (needed when there are several)\n"
-               "     --pin-file F              Read the current PIN from F ('-' = stdin)\n"
-               "     --new-pin-file F          change-pin: read the new PIN from F ('-' = stdin)\n"
-               "reseal options:\n"
-               "     --pcrs LIST, --pcr-bank BANK, --pcr N=BANK:HEX  The new policy (default: the token's)\n"
-               "     --unlock-key-file F       Authorize with the recovery passphrase instead of unsealing\n"
-               "                               (when the PCRs changed); adds a new keyslot\n"
-               "status options:\n"
-               "     --json                    Machine-readable output\n"
-               "seal options:\n"
-               "     --secret-file F           The keyslot secret to seal, byte for byte ('-' = stdin)\n"
-               "doctor options:\n"
-               "     --initrd FILE             The initrd to inspect (default /boot/initrd.img-$(uname -r))\n"
-               "     --crypttab FILE           Where to find volumes when none is given (default /etc/crypttab)\n"
-               "     --endorsement-auth-file F Endorsement hierarchy password ('-' = stdin)\n"
-               "\n"
-               "See tpmguard(8) for exit codes.\n", TPMGUARD_CONFIG_PATH);
+               "Commands:\n");
+        for (size_t i = 0; i < n; i++) {
+                char head[40];
+                snprintf(head, sizeof head, "%s%s%s", commands[i].name, commands[i].args[0] ? " " : "", commands[i].args);
+                printf("  %-18s %s\n", head, commands[i].summary);
+        }
+        printf("\nOptions:\n");
+        for (int id = 0; id < _OPT_MAX; id++)
+                if (OPTS_GENERAL & (1ull << id))
+                        option_print(id);
+        for (size_t i = 0; i < n; i++) {
+                bool any = false;
+                for (int id = 0; id < _OPT_MAX; id++)
+                        if (commands[i].options & (1ull << id)) {
+                                if (!any)
+                                        printf("\n%s options:\n", commands[i].name);
+                                any = true;
+                                option_print(id);
+                        }
+        }
+        printf("\n'tpmguard help COMMAND' or 'tpmguard COMMAND --help' shows one command.\n"
+               "See tpmguard(8) for exit codes.\n");
 }
+
+static void help_command(const cli_command *cmd) {
+        printf("Usage: tpmguard [OPTIONS] %s%s%s\n\n%s.\n\nOptions:\n", cmd->name, cmd->args[0] ? " " : "", cmd->args,
+               cmd->summary);
+        for (int id = 0; id < _OPT_MAX; id++)
+                if (cmd->options & (1ull << id))
+                        option_print(id);
+        for (int id = 0; id < _OPT_MAX; id++)
+                if (OPTS_GENERAL & (1ull << id))
+                        option_print(id);
+        printf("\nSee tpmguard(8) for details and exit codes.\n");
+}
+
+/* Edit distance, for "did you mean" (commands are short: a small matrix will do). */
+static size_t edit_distance(const char *a, const char *b) {
+        size_t la = strlen(a), lb = strlen(b), prev[33], cur[33];
+
+        if (la > 32 || lb > 32)
+                return SIZE_MAX;
+        for (size_t j = 0; j <= lb; j++)
+                prev[j] = j;
+        for (size_t i = 1; i <= la; i++) {
+                cur[0] = i;
+                for (size_t j = 1; j <= lb; j++) {
+                        size_t sub = prev[j - 1] + (a[i - 1] != b[j - 1]);
+                        size_t del = prev[j] + 1, ins = cur[j - 1] + 1;
+                        cur[j] = sub < del ? (sub < ins ? sub : ins) : (del < ins ? del : ins);
+                }
+                memcpy(prev, cur, sizeof prev);
+        }
+        return prev[lb];
+}
+
+/* Set by a command that printed its own JSON object (--json), success or not. */
+static bool json_printed;
 
 static int load_config(const cli *c, tg_config **ret) {
         _cleanup_config_ tg_config *config = NULL;
@@ -133,6 +211,7 @@ static int load_config(const cli *c, tg_config **ret) {
 
         if (r < 0)
                 return r;
+        config->accept_token_policy = c->accept_token_policy;
         if (c->tcti) {
                 free(config->tcti);
                 config->tcti = strdup(c->tcti);
@@ -193,6 +272,7 @@ static int cmd_provision(const cli *c) {
                 json_object_object_add(o_json, "state_dir",
                                        json_object_new_string(c->output_dir ?: config->state_dir));
                 printf("%s\n", json_object_to_json_string_ext(o_json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_printed = true;
         } else
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
@@ -268,8 +348,10 @@ static int cmd_verify(const cli *c) {
                 if (q < 0 && r >= 0)
                         r = q;
         }
-        if (c->json)
+        if (c->json) {
                 printf("%s\n", text);
+                json_printed = true;
+        }
         else if (r >= 0)
                 printf("TPM verified: NULL key %s by the pinned EK signing key%s.\n",
                        report.kernel_null_name_present ? "matches the kernel's null_name and is certified"
@@ -282,12 +364,53 @@ static int cmd_verify(const cli *c) {
         return r;
 }
 
+/*
+ * A token without a PIN is refused unless tpmguard.conf allows it
+ * (allow_no_pin = yes) as well as --no-pin: against an active interposer it
+ * protects nothing, since the interposer can run Load, PolicyPCR and Unseal
+ * in a session of its own on any normal boot (issue 14 §3).
+ */
+static int check_no_pin_allowed(const cli *c, const tg_config *config) {
+        if (c->pin_file)
+                return log_error_rc(-TG_ERR_INVALID, "--no-pin and --pin-file contradict each other.");
+        if (!config->allow_no_pin)
+                return log_error_rc(-TG_ERR_INVALID,
+                                    "--no-pin is refused: %s does not allow tokens without a PIN. A token without a PIN "
+                                    "unseals for anyone who boots this machine, and an active interposer on the TPM bus "
+                                    "can unseal it with commands of its own. To accept that, set allow_no_pin = yes "
+                                    "there.", config->path ?: "tpmguard.conf");
+        log_warning("Sealing without a PIN: anyone who can boot this machine into the sealed PCR state unlocks the "
+                    "volume, and an active interposer on the TPM bus can unseal the secret with commands of its own "
+                    "on any normal boot. Only the recovery passphrase then stands between a thief and the data.");
+        return 0;
+}
+
+/* A new PIN, asked twice on a terminal (or read from file), at least pin_min_length bytes. */
+static int read_new_pin(const tg_config *config, const char *file, tg_secret **ret) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        int r;
+
+        r = tg_pin_read(file, "New TPM PIN: ", true, &pin);
+        if (r == -TG_ERR_CANCELLED)
+                return log_error_rc(r, "No PIN given (an empty PIN is no PIN).%s",
+                                    config->allow_no_pin ? " Use --no-pin to seal without one." : "");
+        if (r < 0)
+                return r;
+        if (pin->size < config->pin_min_length)
+                return log_error_rc(-TG_ERR_INVALID, "The PIN has %zu characters; at least %u are required "
+                                    "(pin_min_length in %s).", pin->size, config->pin_min_length,
+                                    config->path ?: "tpmguard.conf");
+        *ret = TAKE_PTR(pin);
+        return 0;
+}
+
 static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_params *p,
                                 tg_pcr_values *explicit_values, tg_secret **ret_pin, tg_secret **ret_owner_auth) {
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
         int r;
 
-        *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask };
+        *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask,
+                                .allow_unextended = c->allow_unextended || config->allow_unextended_pcrs };
         if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p->pcr_bank) < 0)
                 return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
         if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p->pcr_mask) < 0)
@@ -304,14 +427,13 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
                 p->explicit_values = explicit_values;
         }
         if (c->no_pin) {
-                if (c->pin_file)
-                        return log_error_rc(-TG_ERR_INVALID, "--no-pin and --pin-file contradict each other.");
-                log_warning("Enrolling without a PIN: anyone who can boot this machine into the sealed PCR state "
-                            "unlocks the volume.");
-        } else {
-                r = tg_pin_read(c->pin_file, "New TPM PIN: ", true, &pin);
+                r = check_no_pin_allowed(c, config);
                 if (r < 0)
-                        return log_error_rc(r, "No PIN given. Use --no-pin to enroll without one.");
+                        return r;
+        } else {
+                r = read_new_pin(config, c->pin_file, &pin);
+                if (r < 0)
+                        return r;
         }
         if (c->owner_auth_file) {
                 r = tg_pin_read(c->owner_auth_file, "Owner hierarchy password: ", false, &owner);
@@ -440,6 +562,7 @@ static int cmd_doctor(const cli *c) {
                         return r;
                 printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_printed = true;
         } else
                 tg_doctor_report_print(report, stdout);
         return tg_doctor_report_worst(report);
@@ -490,6 +613,20 @@ static int token_command_begin(const cli *c, const char *command, tg_config **re
         return 0;
 }
 
+/* Ends a result line with the policy the token is now sealed to, read back from the header. */
+static void print_sealed_policy(const cli *c, int token) {
+        char policy[128];
+        tg_token t;
+
+        if (tg_lifecycle_token_peek(c->args[0], token, &t) < 0) {
+                printf(".\n");
+                return;
+        }
+        tg_token_policy_format(&t, policy, sizeof policy);
+        explicit_bzero(&t, sizeof t);
+        printf(": %s.\n", policy);
+}
+
 static int cmd_change_pin(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL;
@@ -499,13 +636,14 @@ static int cmd_change_pin(const cli *c) {
         r = token_command_begin(c, "change-pin", &config, &pin);
         if (r < 0)
                 return r;
-        r = tg_pin_read(c->new_pin_file, "New TPM PIN: ", true, &new_pin);
+        r = read_new_pin(config, c->new_pin_file, &new_pin);
         if (r < 0)
-                return log_error_rc(r, "No new PIN given (terminal, or --new-pin-file F).");
+                return log_error_rc(r, "No new PIN set (terminal, or --new-pin-file F). Nothing was changed.");
         r = tg_change_pin(config, c->args[0], c->token, pin, new_pin, &res);
         if (r < 0)
                 return log_error_rc(r, "Changing the PIN failed: %s.", tg_err_str(r));
-        printf("Changed the PIN of token %d (keyslot %d).\n", res.token, res.keyslot);
+        printf("Changed the PIN of token %d (keyslot %d)", res.token, res.keyslot);
+        print_sealed_policy(c, res.token);
         return 0;
 }
 
@@ -521,17 +659,25 @@ static int cmd_rotate(const cli *c) {
         r = tg_rotate(config, c->args[0], c->token, pin, &res);
         if (r < 0)
                 return log_error_rc(r, "Rotation failed: %s.", tg_err_str(r));
-        printf("Rotated token %d: keyslot %d replaces keyslot %d.\n", res.token, res.keyslot, res.old_keyslot);
+        printf("Rotated token %d: keyslot %d replaces keyslot %d", res.token, res.keyslot, res.old_keyslot);
+        print_sealed_policy(c, res.token);
         return 0;
 }
 
+/*
+ * reseal: the new policy comes from the command line, else tpmguard.conf —
+ * never from the old token, whose fields an attacker can edit (issue 14 §2).
+ * Authorized by unsealing (the current PIN, which the new seal keeps) or by
+ * a passphrase of the volume (then the new PIN is asked, twice).
+ */
 static int cmd_reseal(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
-        _cleanup_secret_ tg_secret *pin = NULL, *unlock = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL, *unlock = NULL;
         tg_reseal_params p = {};
         tg_pcr_values explicit_values;
         tg_lifecycle_result res;
-        tg_token t;
+        tg_token t, sealed = {};
+        char policy[128];
         int r;
 
         r = one_device(c, "reseal");
@@ -540,43 +686,63 @@ static int cmd_reseal(const cli *c) {
         r = load_config(c, &config);
         if (r < 0)
                 return r;
-        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
-        if (r < 0)
-                return r;
-        p.pcr_bank = t.pcr_bank;
-        p.pcr_mask = t.pcr_mask;
+        p.pcr_bank = config->pcr_bank;
+        p.pcr_mask = config->pcr_mask;
+        p.allow_unextended = c->allow_unextended || config->allow_unextended_pcrs;
         if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p.pcr_bank) < 0)
-                r = log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
-        if (r >= 0 && c->pcrs) {
-                if (tg_pcr_list_parse(c->pcrs, &p.pcr_mask) < 0)
-                        r = log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
-                p.pcr_mask_set = true;
-        }
-        if (r >= 0 && c->n_pcr_values > 0) {
+                return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
+        if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p.pcr_mask) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
+        if (c->n_pcr_values > 0) {
                 explicit_values = (tg_pcr_values) { .bank = p.pcr_bank };
-                for (int i = 0; r >= 0 && i < c->n_pcr_values; i++)
+                for (int i = 0; i < c->n_pcr_values; i++) {
                         r = tg_pcr_value_parse(c->pcr_values[i], &explicit_values);
+                        if (r < 0)
+                                return r;
+                }
                 p.explicit_values = &explicit_values;
         }
-        if (r >= 0)
-                r = read_current_pin(c, &t, &pin);
-        explicit_bzero(&t, sizeof t);
-        if (r < 0)
-                return r;
-        if (c->unlock_key_file) {
-                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        if (c->no_pin) {
+                r = check_no_pin_allowed(c, config);
                 if (r < 0)
                         return r;
         }
+
+        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file) {
+                /* Authorized by a passphrase: the token's PIN is not needed, the new one is asked twice. */
+                if (!c->no_pin)
+                        r = read_new_pin(config, c->pin_file, &new_pin);
+                if (r >= 0)
+                        r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        } else {
+                r = read_current_pin(c, &t, &pin);
+                if (r >= 0 && !c->no_pin) {
+                        if (pin)
+                                r = tg_secret_new_copy(pin->data, pin->size, &new_pin);
+                        else
+                                /* The token claims no PIN; the configuration wants one: set it now. */
+                                r = read_new_pin(config, NULL, &new_pin);
+                }
+        }
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
         p.pin = pin;
+        p.new_pin = new_pin;
         p.unlock_passphrase = unlock;
         r = tg_reseal(config, c->args[0], c->token, &p, &res);
         if (r < 0)
                 return log_error_rc(r, "Resealing failed: %s.", tg_err_str(r));
+        sealed = (tg_token) { .pcr_bank = p.pcr_bank, .pcr_mask = p.pcr_mask, .pin = new_pin != NULL };
+        tg_token_policy_format(&sealed, policy, sizeof policy);
         if (res.keyslot != res.old_keyslot)
-                printf("Resealed token %d into a new keyslot %d (keyslot %d removed).\n", res.token, res.keyslot, res.old_keyslot);
+                printf("Resealed token %d into a new keyslot %d (keyslot %d removed): %s.\n", res.token, res.keyslot,
+                       res.old_keyslot, policy);
         else
-                printf("Resealed token %d (keyslot %d).\n", res.token, res.keyslot);
+                printf("Resealed token %d (keyslot %d): %s.\n", res.token, res.keyslot, policy);
         return 0;
 }
 
@@ -611,6 +777,64 @@ static int cmd_cleanup(const cli *c) {
         return 0;
 }
 
+/*
+ * tpmguard config get KEY: the effective value of a setting. The boot
+ * scripts, the initramfs-tools hook and the dracut module ask this instead
+ * of parsing tpmguard.conf with sed, so there is one parser (lib/config.c)
+ * and the scripts see exactly what the binary will use.
+ */
+static int cmd_config(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_free_ char *value = NULL;
+        int r;
+
+        if (c->n_args != 2 || strcmp(c->args[0], "get") != 0)
+                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard config get KEY");
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_config_get(config, c->args[1], &value);
+        if (r < 0)
+                return r;
+        printf("%s\n", value);
+        return 0;
+}
+
+/*
+ * tpmguard bind DEVICE: records the volume's binding (tokens/binding.h) for
+ * volumes enrolled with 'cryptsetup token import' or before bindings
+ * existed. Authorized by a passphrase of the volume, which proves that the
+ * volume key is the one being recorded; the TPM is not involved.
+ */
+static int cmd_bind(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_secret_ tg_secret *unlock = NULL;
+        int r;
+
+        r = one_device(c, "bind");
+        if (r < 0)
+                return r;
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_luks_open(c->args[0], &cd);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_pin_read(NULL, "Passphrase of the volume: ", false, &unlock);
+        if (r < 0)
+                return r;
+        r = tg_volume_binding_record(config->state_dir, cd, CRYPT_ANY_SLOT, unlock);
+        if (r < 0)
+                return log_error_rc(r, "Binding failed: %s. Nothing was recorded.", tg_err_str(r));
+        printf("Bound %s (UUID %s) to this machine. Rebuild the initrd so that it carries the binding "
+               "(update-initramfs -u, or dracut -f).\n", c->args[0], crypt_get_uuid(cd));
+        return 0;
+}
+
 static int cmd_status(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_(json_object_putp) json_object *status = NULL;
@@ -625,139 +849,238 @@ static int cmd_status(const cli *c) {
         r = tg_status(config, c->args[0], &status);
         if (r < 0)
                 return r;
-        if (c->json)
+        if (c->json) {
                 printf("%s\n", json_object_to_json_string_ext(status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_printed = true;
+        }
         else
                 tg_status_print(status, stdout);
         return 0;
 }
 
+static int cmd_help(const cli *c);
+
+static const cli_command commands[] = {
+        { "provision", "", "Pin the EK signing key after proving it against the EK certificate",
+          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(JSON), cmd_provision },
+        { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
+          O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), cmd_verify },
+        { "enroll", "DEV", "Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token",
+          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT), cmd_enroll },
+        { "seal", "", "Seal a given keyslot secret; print token JSON for 'cryptsetup token import'",
+          OPTS_SEAL | O(SECRET_FILE), cmd_seal },
+        { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",
+          O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(JSON), cmd_doctor },
+        { "change-pin", "DEV", "Change the PIN of a token (unseal, reseal with the new PIN)",
+          O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), cmd_change_pin },
+        { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",
+          O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY), cmd_rotate },
+        { "reseal", "DEV", "Seal to new PCR values (after a firmware or boot chain update)",
+          O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(UNLOCK_KEY_FILE) |
+          O(ALLOW_UNEXTENDED), cmd_reseal },
+        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), cmd_remove },
+        { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
+          O(JSON), cmd_status },
+        { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, cmd_cleanup },
+        { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
+          O(UNLOCK_KEY_FILE), cmd_bind },
+        { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, cmd_config },
+        { "help", "[COMMAND]", "Show this help, or one command's", 0, cmd_help },
+};
+
+static const cli_command *command_find(const char *name) {
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
+                if (strcmp(name, commands[i].name) == 0)
+                        return &commands[i];
+        return NULL;
+}
+
+static int unknown_command(const char *name) {
+        const char *best = NULL;
+        size_t best_d = SIZE_MAX;
+
+        for (size_t i = 0; i < ELEMENTSOF(commands); i++) {
+                size_t d = edit_distance(name, commands[i].name);
+                /* A prefix is a good guess too ("prov" → provision). */
+                if (strncmp(commands[i].name, name, strlen(name)) == 0 && strlen(name) >= 3)
+                        d = 1;
+                if (d < best_d) {
+                        best_d = d;
+                        best = commands[i].name;
+                }
+        }
+        if (best && best_d <= 2)
+                return log_error_rc(-TG_ERR_INVALID, "Unknown command \"%s\". Did you mean \"%s\"? See 'tpmguard help'.",
+                                    name, best);
+        return log_error_rc(-TG_ERR_INVALID, "Unknown command \"%s\". See 'tpmguard help'.", name);
+}
+
+static int cmd_help(const cli *c) {
+        const cli_command *cmd;
+
+        if (c->n_args == 0) {
+                help_general(commands, ELEMENTSOF(commands));
+                return 0;
+        }
+        if (c->n_args > 1)
+                return log_error_rc(-TG_ERR_INVALID, "help takes at most one command.");
+        cmd = command_find(c->args[0]);
+        if (!cmd)
+                return unknown_command(c->args[0]);
+        help_command(cmd);
+        return 0;
+}
+
+/*
+ * --json promises JSON on standard output whatever happens: a command that
+ * failed before printing its own object gets this one, with the error id,
+ * message and exit code of tpmguard(8).
+ */
+static void json_failure(const char *command, int r) {
+        _cleanup_(json_object_putp) json_object *o = json_object_new_object();
+
+        if (!o)
+                return;
+        json_object_object_add(o, "command", json_object_new_string(command));
+        json_object_object_add(o, "error", json_object_new_string(tg_err_id(r)));
+        json_object_object_add(o, "message", json_object_new_string(tg_err_str(r)));
+        json_object_object_add(o, "exit_code", json_object_new_int(tg_err_exit_code(r)));
+        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                              JSON_C_TO_STRING_NOSLASHESCAPE));
+}
+
+static int parse_number(const char *option, const char *s, int max, int *ret) {
+        char *end;
+        long n;
+
+        errno = 0;
+        n = strtol(s, &end, 10);
+        if (*s == '\0' || *end != '\0' || errno != 0 || n < 0 || n > max)
+                return log_error_rc(-TG_ERR_INVALID, "--%s: \"%s\" is not a number 0..%d.", option, s, max);
+        *ret = (int) n;
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
-        enum {
-                ARG_TCTI = 0x100, ARG_NULL_NAME, ARG_JSON, ARG_VERSION, ARG_RECORD,
-                ARG_EK_CERT, ARG_EK_CA, ARG_EK_INTERMEDIATES, ARG_OUTPUT, ARG_EAUTH,
-                ARG_OWNER_AUTH, ARG_PIN_FILE, ARG_NO_PIN, ARG_UNLOCK_KEY_FILE, ARG_SECRET_FILE,
-                ARG_PCRS, ARG_PCR_BANK, ARG_PCR, ARG_KEY_SLOT,
-                ARG_INITRD, ARG_CRYPTTAB,
-                ARG_TOKEN, ARG_NEW_PIN_FILE,
-        };
-        static const struct option options[] = {
-                { "config", required_argument, NULL, 'c' },
-                { "tcti", required_argument, NULL, ARG_TCTI },
-                { "null-name", required_argument, NULL, ARG_NULL_NAME },
-                { "json", no_argument, NULL, ARG_JSON },
-                { "verbose", no_argument, NULL, 'v' },
-                { "quiet", no_argument, NULL, 'q' },
-                { "help", no_argument, NULL, 'h' },
-                { "version", no_argument, NULL, ARG_VERSION },
-                { "record", no_argument, NULL, ARG_RECORD },
-                { "ek-cert", required_argument, NULL, ARG_EK_CERT },
-                { "ek-ca", required_argument, NULL, ARG_EK_CA },
-                { "ek-intermediates", required_argument, NULL, ARG_EK_INTERMEDIATES },
-                { "output", required_argument, NULL, ARG_OUTPUT },
-                { "endorsement-auth-file", required_argument, NULL, ARG_EAUTH },
-                { "owner-auth-file", required_argument, NULL, ARG_OWNER_AUTH },
-                { "pin-file", required_argument, NULL, ARG_PIN_FILE },
-                { "no-pin", no_argument, NULL, ARG_NO_PIN },
-                { "unlock-key-file", required_argument, NULL, ARG_UNLOCK_KEY_FILE },
-                { "secret-file", required_argument, NULL, ARG_SECRET_FILE },
-                { "pcrs", required_argument, NULL, ARG_PCRS },
-                { "pcr-bank", required_argument, NULL, ARG_PCR_BANK },
-                { "pcr", required_argument, NULL, ARG_PCR },
-                { "key-slot", required_argument, NULL, ARG_KEY_SLOT },
-                { "initrd", required_argument, NULL, ARG_INITRD },
-                { "crypttab", required_argument, NULL, ARG_CRYPTTAB },
-                { "token", required_argument, NULL, ARG_TOKEN },
-                { "new-pin-file", required_argument, NULL, ARG_NEW_PIN_FILE },
-                {}
-        };
-        static const struct {
-                const char *name;
-                int (*run)(const cli *c);
-        } commands[] = {
-                { "provision", cmd_provision },
-                { "verify", cmd_verify },
-                { "enroll", cmd_enroll },
-                { "seal", cmd_seal },
-                { "doctor", cmd_doctor },
-                { "change-pin", cmd_change_pin },
-                { "rotate", cmd_rotate },
-                { "reseal", cmd_reseal },
-                { "remove", cmd_remove },
-                { "status", cmd_status },
-                { "cleanup", cmd_cleanup },
-        };
+        static struct option options[_OPT_MAX + 1];
+        char shorts[32] = "";
+        uint64_t given = 0;
+        const cli_command *cmd;
         cli c = { .keyslot = CRYPT_ANY_SLOT, .token = CRYPT_ANY_TOKEN };
+        bool want_help = false;
         int opt, r;
 
         tg_process_harden();
         /* tpm2-tss logs expected TPM refusals (wrong PIN, absent handle) as
          * errors on stderr; our messages explain them. TSS2_LOG set by the
-         * user still wins. */
+         * user still wins. This is our own process, never a host's. */
         (void) setenv("TSS2_LOG", "all+none", 0);
 
-        while ((opt = getopt_long(argc, argv, "c:vqh", options, NULL)) >= 0)
-                switch (opt) {
-                case 'c': c.config_path = optarg; break;
-                case ARG_TCTI: c.tcti = optarg; break;
-                case ARG_NULL_NAME: c.null_name = optarg; break;
-                case ARG_JSON: c.json = true; break;
-                case 'v': tg_log_set_max_level(tg_log_get_max_level() >= LOG_INFO ? LOG_DEBUG : LOG_INFO); break;
-                case 'q': tg_log_set_max_level(LOG_ERR); break;
-                case 'h': help(); return 0;
-                case ARG_VERSION: printf("tpmguard %s\n", TPMGUARD_VERSION); return 0;
-                case ARG_RECORD: c.record = true; break;
-                case ARG_EK_CERT: c.ek_cert = optarg; break;
-                case ARG_EK_CA: c.ek_ca = optarg; break;
-                case ARG_EK_INTERMEDIATES: c.ek_intermediates = optarg; break;
-                case ARG_OUTPUT: c.output_dir = optarg; break;
-                case ARG_EAUTH: c.endorsement_auth_file = optarg; break;
-                case ARG_OWNER_AUTH: c.owner_auth_file = optarg; break;
-                case ARG_PIN_FILE: c.pin_file = optarg; break;
-                case ARG_NO_PIN: c.no_pin = true; break;
-                case ARG_UNLOCK_KEY_FILE: c.unlock_key_file = optarg; break;
-                case ARG_SECRET_FILE: c.secret_file = optarg; break;
-                case ARG_PCRS: c.pcrs = optarg; break;
-                case ARG_PCR_BANK: c.pcr_bank = optarg; break;
-                case ARG_PCR:
+        for (int id = 0; id < _OPT_MAX; id++) {
+                options[id] = (struct option) { option_docs[id].name,
+                                                option_docs[id].arg ? required_argument : no_argument, NULL, 0x100 + id };
+                if (option_docs[id].short_name) {
+                        size_t l = strlen(shorts);
+                        shorts[l] = option_docs[id].short_name;
+                        shorts[l + 1] = option_docs[id].arg ? ':' : '\0';
+                        shorts[l + 2] = '\0';
+                }
+        }
+
+        opterr = 0;
+        while ((opt = getopt_long(argc, argv, shorts, options, NULL)) >= 0) {
+                int id = -1;
+
+                if (opt == '?' || opt == ':') {
+                        const char *bad = argv[optind - 1];
+                        return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID,
+                                                             opt == ':' ? "Option %s needs an argument. See 'tpmguard help'."
+                                                                        : "Unknown option %s. See 'tpmguard help'.",
+                                                             bad ? bad : "?"));
+                }
+                if (opt >= 0x100)
+                        id = opt - 0x100;
+                else
+                        for (int k = 0; k < _OPT_MAX; k++)
+                                if (option_docs[k].short_name == opt)
+                                        id = k;
+                assert(id >= 0 && id < _OPT_MAX);
+                given |= 1ull << id;
+                switch (id) {
+                case OPT_CONFIG: c.config_path = optarg; break;
+                case OPT_TCTI: c.tcti = optarg; break;
+                case OPT_NULL_NAME: c.null_name = optarg; break;
+                case OPT_JSON: c.json = true; break;
+                case OPT_VERBOSE: tg_log_set_max_level(tg_log_get_max_level() >= LOG_INFO ? LOG_DEBUG : LOG_INFO); break;
+                case OPT_QUIET: tg_log_set_max_level(LOG_ERR); break;
+                case OPT_HELP: want_help = true; break;
+                case OPT_VERSION: printf("tpmguard %s\n", TPMGUARD_VERSION); return 0;
+                case OPT_RECORD: c.record = true; break;
+                case OPT_EK_CERT: c.ek_cert = optarg; break;
+                case OPT_EK_CA: c.ek_ca = optarg; break;
+                case OPT_EK_INTERMEDIATES: c.ek_intermediates = optarg; break;
+                case OPT_OUTPUT: c.output_dir = optarg; break;
+                case OPT_EAUTH: c.endorsement_auth_file = optarg; break;
+                case OPT_OWNER_AUTH: c.owner_auth_file = optarg; break;
+                case OPT_PIN_FILE: c.pin_file = optarg; break;
+                case OPT_NO_PIN: c.no_pin = true; break;
+                case OPT_UNLOCK_KEY_FILE: c.unlock_key_file = optarg; break;
+                case OPT_SECRET_FILE: c.secret_file = optarg; break;
+                case OPT_PCRS: c.pcrs = optarg; break;
+                case OPT_PCR_BANK: c.pcr_bank = optarg; break;
+                case OPT_PCR:
                         if (c.n_pcr_values >= TG_PCR_COUNT)
                                 return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "Too many --pcr options."));
                         c.pcr_values[c.n_pcr_values++] = optarg;
                         break;
-                case ARG_INITRD: c.initrd = optarg; break;
-                case ARG_CRYPTTAB: c.crypttab = optarg; break;
-                case ARG_KEY_SLOT: {
-                        char *end;
-                        long n = strtol(optarg, &end, 10);
-                        if (*optarg == '\0' || *end != '\0' || n < 0 || n > 31)
-                                return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "--key-slot: \"%s\" is not a keyslot number 0..31.", optarg));
-                        c.keyslot = (int) n;
+                case OPT_INITRD: c.initrd = optarg; break;
+                case OPT_CRYPTTAB: c.crypttab = optarg; break;
+                case OPT_KEY_SLOT:
+                        if (parse_number("key-slot", optarg, 31, &c.keyslot) < 0)
+                                return tg_err_exit_code(-TG_ERR_INVALID);
                         break;
-                }
-                case ARG_TOKEN: {
-                        char *end;
-                        long n = strtol(optarg, &end, 10);
-                        if (*optarg == '\0' || *end != '\0' || n < 0 || n > 31)
-                                return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "--token: \"%s\" is not a token number 0..31.", optarg));
-                        c.token = (int) n;
+                case OPT_TOKEN:
+                        if (parse_number("token", optarg, 31, &c.token) < 0)
+                                return tg_err_exit_code(-TG_ERR_INVALID);
                         break;
+                case OPT_NEW_PIN_FILE: c.new_pin_file = optarg; break;
+                case OPT_ACCEPT_TOKEN_POLICY: c.accept_token_policy = true; break;
+                case OPT_ALLOW_UNEXTENDED: c.allow_unextended = true; break;
+                default: assert(false); return tg_err_exit_code(-TG_ERR_INVALID);
                 }
-                case ARG_NEW_PIN_FILE: c.new_pin_file = optarg; break;
-                default: return tg_err_exit_code(-TG_ERR_INVALID);
-                }
+        }
 
         if (optind >= argc) {
-                help();
+                if (want_help) {
+                        help_general(commands, ELEMENTSOF(commands));
+                        return 0;
+                }
+                help_general(commands, ELEMENTSOF(commands));
                 return tg_err_exit_code(-TG_ERR_INVALID);
+        }
+        cmd = command_find(argv[optind]);
+        if (!cmd)
+                return tg_err_exit_code(unknown_command(argv[optind]));
+        if (want_help) {
+                help_command(cmd);
+                return 0;
         }
         c.args = argv + optind + 1;
         c.n_args = argc - optind - 1;
 
-        for (size_t i = 0; i < ELEMENTSOF(commands); i++)
-                if (strcmp(argv[optind], commands[i].name) == 0) {
-                        r = commands[i].run(&c);
+        /* An option the command does not take is an error, not silently ignored. */
+        for (int id = 0; id < _OPT_MAX; id++)
+                if ((given & (1ull << id)) && !((OPTS_GENERAL | cmd->options) & (1ull << id))) {
+                        r = log_error_rc(-TG_ERR_INVALID, "--%s does not apply to %s. See 'tpmguard %s --help'.",
+                                         option_docs[id].name, cmd->name, cmd->name);
+                        if (c.json && (cmd->options & O(JSON)))
+                                json_failure(cmd->name, r);
                         return tg_err_exit_code(r);
                 }
-        log_error("Unknown command \"%s\". See 'tpmguard --help'.", argv[optind]);
-        return tg_err_exit_code(-TG_ERR_INVALID);
+
+        json_printed = false;
+        r = cmd->run(&c);
+        if (r < 0 && c.json && !json_printed)
+                json_failure(cmd->name, r);
+        return tg_err_exit_code(r);
 }

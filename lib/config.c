@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <ctype.h>
 #include <errno.h>
 #include <tss2/tss2_tpm2_types.h>
@@ -132,6 +133,8 @@ static int config_defaults(tg_config **ret) {
         c->kernel_null_name = TG_NULL_NAME_REQUIRED;
         c->pcr_bank = TPM2_ALG_SHA256;
         c->pcr_mask = UINT32_C(1) << 7;
+        c->allow_no_pin = false;
+        c->pin_min_length = TG_PIN_MIN_LENGTH_DEFAULT;
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -170,7 +173,71 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
                                             origin, line, value);
                 return 0;
         }
+        if (strcmp(key, "allow_no_pin") == 0 || strcmp(key, "allow_unextended_pcrs") == 0) {
+                bool *b = strcmp(key, "allow_no_pin") == 0 ? &c->allow_no_pin : &c->allow_unextended_pcrs;
+                if (strcmp(value, "yes") == 0)
+                        *b = true;
+                else if (strcmp(value, "no") == 0)
+                        *b = false;
+                else
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: %s must be \"yes\" or \"no\", not \"%s\".",
+                                            origin, line, key, value);
+                return 0;
+        }
+        if (strcmp(key, "pin_min_length") == 0) {
+                char *end;
+                unsigned long n;
+
+                errno = 0;
+                n = strtoul(value, &end, 10);
+                if (!isdigit((unsigned char) value[0]) || *end || errno != 0 || n < TG_PIN_MIN_LENGTH_MIN ||
+                    n > TG_PIN_MIN_LENGTH_MAX)
+                        return log_error_rc(-TG_ERR_CONFIG, "%s:%u: pin_min_length must be a number from %d to %d, not \"%s\".",
+                                            origin, line, TG_PIN_MIN_LENGTH_MIN, TG_PIN_MIN_LENGTH_MAX, value);
+                c->pin_min_length = (unsigned) n;
+                return 0;
+        }
         return log_error_rc(-TG_ERR_CONFIG, "%s:%u: unknown setting \"%s\".", origin, line, key);
+}
+
+int tg_config_get(const tg_config *c, const char *key, char **ret) {
+        const char *s = NULL;
+        char buf[96], *copy;
+
+        assert(c);
+        assert(key);
+
+        if (strcmp(key, "tcti") == 0)
+                s = c->tcti;
+        else if (strcmp(key, "state_dir") == 0)
+                s = c->state_dir;
+        else if (strcmp(key, "null_name_path") == 0)
+                s = c->null_name_path ?: "";
+        else if (strcmp(key, "ek_ca") == 0)
+                s = c->ek_ca ?: "";
+        else if (strcmp(key, "cache_dir") == 0)
+                s = c->cache_dir;
+        else if (strcmp(key, "kernel_null_name") == 0)
+                s = tg_null_name_policy_to_string(c->kernel_null_name);
+        else if (strcmp(key, "pcr_bank") == 0)
+                s = tg_pcr_bank_to_string(c->pcr_bank);
+        else if (strcmp(key, "pcrs") == 0) {
+                tg_pcr_list_format(c->pcr_mask, buf, sizeof buf);
+                s = buf;
+        } else if (strcmp(key, "allow_no_pin") == 0)
+                s = c->allow_no_pin ? "yes" : "no";
+        else if (strcmp(key, "allow_unextended_pcrs") == 0)
+                s = c->allow_unextended_pcrs ? "yes" : "no";
+        else if (strcmp(key, "pin_min_length") == 0) {
+                snprintf(buf, sizeof buf, "%u", c->pin_min_length);
+                s = buf;
+        } else
+                return log_error_rc(-TG_ERR_INVALID, "Unknown setting \"%s\" (see tpmguard.conf(5)).", key);
+        copy = strdup(s);
+        if (!copy)
+                return -TG_ERR_NOMEM;
+        *ret = copy;
+        return 0;
 }
 
 int tg_config_parse(const char *text, const char *origin, tg_config **ret) {

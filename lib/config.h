@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "macro.h"
@@ -24,7 +25,23 @@ typedef struct tg_config {
         tg_null_name_policy kernel_null_name;
         uint16_t pcr_bank;     /* TPM2_ALG_SHA256 by default */
         uint32_t pcr_mask;     /* bit N = PCR N; PCR 7 by default */
+        bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: issue 14 §3) */
+        bool allow_unextended_pcrs; /* seal to PCRs at their reset value (default no) */
+        unsigned pin_min_length; /* shortest new PIN accepted (default TG_PIN_MIN_LENGTH_DEFAULT) */
+        /* Not a file setting: set by the CLI's --accept-token-policy, to carry
+         * over a token whose policy is weaker than this configuration. */
+        bool accept_token_policy;
 } tg_config;
+
+/*
+ * BitLocker's default minimum PIN (Windows 10 1703 and later) is 6 digits;
+ * the TPM's dictionary-attack lockout is what makes so short a secret
+ * acceptable, and tpmguard's default DA budget is no more generous than
+ * Windows'. Configurable down to 4 (BitLocker's lowest) and up to 64.
+ */
+#define TG_PIN_MIN_LENGTH_DEFAULT 6
+#define TG_PIN_MIN_LENGTH_MIN 4
+#define TG_PIN_MIN_LENGTH_MAX 64
 
 /*
  * Loads the configuration from path, or when path is NULL from
@@ -36,6 +53,12 @@ int tg_config_load(const char *path, tg_config **ret);
 /* Parses configuration text; origin names the source in messages. */
 int tg_config_parse(const char *text, const char *origin, tg_config **ret);
 void tg_config_free(tg_config *c);
+/*
+ * The effective value of one setting, as text in the file's syntax (defaults
+ * applied; "" for an unset optional path): what `tpmguard config get KEY`
+ * prints, so that shell code never parses tpmguard.conf itself.
+ */
+int tg_config_get(const tg_config *c, const char *key, char **ret);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tg_config *, tg_config_free);
 #define _cleanup_config_ _cleanup_(tg_config_freep)
 

@@ -39,6 +39,7 @@ static const struct {
         [TG_ERR_CRYPTSETUP]      = { "cryptsetup",       "cryptsetup operation failed",                        16, -ENOENT },
         [TG_ERR_NOT_FOUND]       = { "not-found",        "not found",                                          17, -ENOENT },
         [TG_ERR_CANCELLED]       = { "cancelled",        "cancelled",                                          18, -ENOENT },
+        [TG_ERR_VOLUME_BINDING]  = { "volume-binding",   "the volume is not the one enrolled on this machine", 19, -ENOENT },
 };
 
 static int tg_err_index(int r) {

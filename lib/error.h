@@ -29,6 +29,7 @@ typedef enum tg_err {
         TG_ERR_CRYPTSETUP,       /* libcryptsetup reported a failure */
         TG_ERR_NOT_FOUND,        /* device, token or keyslot not found */
         TG_ERR_CANCELLED,        /* the user gave up (empty input, EOF) */
+        TG_ERR_VOLUME_BINDING,   /* the volume is not the one enrolled on this machine (decoy suspected) */
         _TG_ERR_MAX,
 } tg_err;
 

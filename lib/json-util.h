@@ -2,8 +2,35 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "macro.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
 #define _cleanup_json_ _cleanup_(json_object_putp)
+
+/*
+ * Strict typed getters for JSON that came from somewhere hostile (a LUKS2
+ * header, a state file). One implementation serves the token, the pending
+ * marker, the pinned key and the per-boot cache, so that a field of the wrong
+ * type, out of range or of the wrong length is refused everywhere alike.
+ *
+ * They log nothing: on failure they return -TG_ERR_INVALID (-TG_ERR_NOMEM
+ * for memory) and write into problem[problem_size] a phrase that says what
+ * is wrong with the field ("missing", "must be an integer, not a string",
+ * "12 is out of range 0..31"), for the caller's message, which names the file
+ * and the field. A field that is absent and not required is not an error:
+ * *ret is then NULL (tg_json_get), or *ret_present false.
+ */
+#define TG_JSON_PROBLEM_MAX 96
+
+int tg_json_get(json_object *o, const char *key, json_type type, bool required, json_object **ret,
+                char *problem, size_t problem_size);
+/* An integer in [min, max]. */
+int tg_json_get_int(json_object *o, const char *key, int64_t min, int64_t max, bool required, int64_t *ret,
+                    bool *ret_present, char *problem, size_t problem_size);
+/* A string of hex digits encoding between min_size and max_size bytes; *ret is malloc'ed. */
+int tg_json_get_hex(json_object *o, const char *key, size_t min_size, size_t max_size, bool required, uint8_t **ret,
+                    size_t *ret_size, char *problem, size_t problem_size);

@@ -75,12 +75,6 @@ void tg_free_wiped(void *p, size_t size) {
         free(p);
 }
 
-void tg_free_string_wiped(char *s) {
-        if (!s)
-                return;
-        tg_free_wiped(s, strlen(s));
-}
-
 void tg_process_harden(void) {
         struct rlimit nocore = { 0, 0 };
 

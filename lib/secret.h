@@ -31,13 +31,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(tg_secret *, tg_secret_free);
 
 /* Wipes and frees a plain heap buffer of known size. */
 void tg_free_wiped(void *p, size_t size);
-/* Wipes a NUL-terminated heap string and frees it. */
-void tg_free_string_wiped(char *s);
-static inline void tg_free_string_wipedp(char **s) {
-        if (*s)
-                tg_free_string_wiped(*s);
-}
-#define _cleanup_wiped_string_ _cleanup_(tg_free_string_wipedp)
 
 /* Makes this process undumpable and disables core files (CLI start-up). */
 void tg_process_harden(void);

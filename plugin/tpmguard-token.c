@@ -71,13 +71,15 @@ int cryptsetup_token_open_pin(struct crypt_device *cd, int token, const char *pi
                 log_detach();
                 return -ENOENT;
         }
-        if (pin) {
+        /* An empty PIN (Enter at the prompt) is no PIN: it never reaches the
+         * TPM, so it costs no dictionary-attack try (issue 14 §3). */
+        if (pin && pin_size > 0) {
                 r = tg_secret_new_copy(pin, pin_size, &pin_secret);
                 if (r < 0)
                         goto out;
         }
 
-        r = tg_unlock_token_json(json, pin_secret, &passphrase);
+        r = tg_unlock_token_json(cd, json, pin_secret, &passphrase);
         if (r < 0)
                 goto out;
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Lifecycle commands: change-pin, rotate, reseal, remove, cleanup, status.
+ * Lifecycle commands: change-pin, rotate, reseal, remove, cleanup (status
+ * reporting is the CLI's: cli/status.c).
  *
  * Threat model: as for enrollment. The bus is hostile, so every secret (the
  * old keyslot secret coming out of Unseal, the new one going into Create,
@@ -32,6 +33,7 @@
  * Every operation starts by resolving markers, so rerunning any command
  * after a crash completes or undoes the interrupted one first.
  */
+#include <assert.h>
 #include <errno.h>
 #include <openssl/evp.h>
 
@@ -50,94 +52,6 @@
 #include "verify.h"
 
 #define TG_PENDING_VERSION 1
-#define TG_LUKS2_TOKENS_MAX 32    /* LUKS2 on-disk format limits */
-#define TG_LUKS2_KEYSLOTS_MAX 32
-
-/* ---- small header helpers ---- */
-
-static int tokens_max(void) {
-        int n = crypt_token_max(CRYPT_LUKS2);
-        return n > 0 ? n : 32;
-}
-
-static int keyslots_max(void) {
-        int n = crypt_keyslot_max(CRYPT_LUKS2);
-        return n > 0 ? n : 32;
-}
-
-static bool token_has_type(struct crypt_device *cd, int id, const char *type) {
-        const char *t = NULL;
-        crypt_token_info info = crypt_token_status(cd, id, &t);
-
-        return info != CRYPT_TOKEN_INACTIVE && info != CRYPT_TOKEN_INVALID && t && strcmp(t, type) == 0;
-}
-
-static bool keyslot_active(struct crypt_device *cd, int keyslot) {
-        crypt_keyslot_info s;
-
-        if (keyslot < 0)
-                return false;
-        s = crypt_keyslot_status(cd, keyslot);
-        return s == CRYPT_SLOT_ACTIVE || s == CRYPT_SLOT_ACTIVE_LAST;
-}
-
-/* Does token id list keyslot in its "keyslots"? */
-static bool token_references(struct crypt_device *cd, int id, int keyslot) {
-        _cleanup_json_ json_object *o = NULL;
-        json_object *arr;
-        const char *json = NULL;
-
-        if (crypt_token_json_get(cd, id, &json) < 0 || !json)
-                return false;
-        o = json_tokener_parse(json);
-        if (!o || !json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array))
-                return false;
-        for (size_t i = 0; i < json_object_array_length(arr); i++) {
-                const char *s = json_object_get_string(json_object_array_get_idx(arr, i));
-                char *end;
-                long n;
-
-                if (!s)
-                        continue;
-                n = strtol(s, &end, 10);
-                if (*s && !*end && n == keyslot)
-                        return true;
-        }
-        return false;
-}
-
-/* Does any token other than except_token list keyslot? */
-static bool keyslot_referenced(struct crypt_device *cd, int keyslot, int except_token) {
-        for (int id = 0; id < tokens_max(); id++)
-                if (id != except_token && token_references(cd, id, keyslot))
-                        return true;
-        return false;
-}
-
-static int token_load(struct crypt_device *cd, int id, tg_token *ret) {
-        const char *json = NULL;
-        int r;
-
-        r = crypt_token_json_get(cd, id, &json);
-        if (r < 0 || !json)
-                return log_error_rc(-TG_ERR_NOT_FOUND, "Cannot read token %d: %s", id, strerror(r < 0 ? -r : EINVAL));
-        return tg_token_from_string(json, ret);
-}
-
-static int token_remove(struct crypt_device *cd, int id) {
-        int r = crypt_token_json_set(cd, id, NULL);
-
-        return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot remove token %d: %s", id, strerror(-r)) : 0;
-}
-
-static int keyslot_destroy(struct crypt_device *cd, int keyslot) {
-        int r;
-
-        if (crypt_keyslot_status(cd, keyslot) == CRYPT_SLOT_ACTIVE_LAST)
-                return log_error_rc(-TG_ERR_INVALID, "Keyslot %d is the last keyslot; it is never destroyed.", keyslot);
-        r = crypt_keyslot_destroy(cd, keyslot);
-        return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot destroy keyslot %d: %s", keyslot, strerror(-r)) : 0;
-}
 
 /*
  * Selects the tpmguard token: the requested id, or the only one. With
@@ -151,12 +65,12 @@ static int select_token(struct crypt_device *cd, const char *device, int request
         tg_token t;
 
         if (requested != CRYPT_ANY_TOKEN) {
-                if (requested < 0 || requested >= tokens_max() || !token_has_type(cd, requested, TG_TOKEN_TYPE))
+                if (requested < 0 || requested >= tg_luks_tokens_max() || !tg_luks_token_has_type(cd, requested, TG_TOKEN_TYPE))
                         return log_error_rc(-TG_ERR_NOT_FOUND, "Token %d of %s is not a tpmguard token.", requested, device);
                 ids[n++] = requested;
         } else
-                for (int id = 0; id < tokens_max() && n < (int) ELEMENTSOF(ids); id++)
-                        if (token_has_type(cd, id, TG_TOKEN_TYPE))
+                for (int id = 0; id < tg_luks_tokens_max() && n < (int) ELEMENTSOF(ids); id++)
+                        if (tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE))
                                 ids[n++] = id;
 
         if (n == 0)
@@ -180,7 +94,7 @@ static int select_token(struct crypt_device *cd, const char *device, int request
                                     device, n, list);
         }
 
-        r = token_load(cd, ids[0], &t);
+        r = tg_luks_token_load(cd, ids[0], &t);
         if (r < 0 && !allow_invalid)
                 return log_error_rc(r, "Token %d of %s is malformed; remove it with 'tpmguard remove --token %d %s'.",
                                     ids[0], device, ids[0], device);
@@ -197,14 +111,15 @@ static int select_token(struct crypt_device *cd, const char *device, int request
 /* ---- the pending marker ---- */
 
 static int json_int_field(json_object *o, const char *key, int min, int max, int *ret) {
-        json_object *v;
+        char problem[TG_JSON_PROBLEM_MAX];
         int64_t n;
+        int r;
 
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"%s\" missing or not an integer.", key);
-        n = json_object_get_int64(v);
-        if (n < min || n > max)
-                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"%s\" = %lld is out of range.", key, (long long) n);
+        r = tg_json_get_int(o, key, min, max, true, &n, NULL, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"%s\" %s.", key, problem);
+        if (r < 0)
+                return r;
         *ret = (int) n;
         return 0;
 }
@@ -294,24 +209,17 @@ int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret) {
         return 0;
 }
 
-/* What resolving a marker does, decided without writing anything (status uses it too). */
-typedef struct marker_plan {
-        bool roll_forward;      /* the token already points at the new keyslot */
-        int leftover_keyslot;   /* the keyslot to destroy, -1 if none */
-        const char *why_kept;   /* set when a keyslot looks left over but is not ours to destroy */
-} marker_plan;
-
-static void marker_plan_make(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, marker_plan *ret) {
-        marker_plan p = { .leftover_keyslot = -1 };
+void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *ret) {
+        tg_marker_plan p = { .leftover_keyslot = -1 };
         tg_token t;
 
-        p.roll_forward = token_has_type(cd, m->token, TG_TOKEN_TYPE) && token_load(cd, m->token, &t) >= 0 &&
+        p.roll_forward = tg_luks_token_has_type(cd, m->token, TG_TOKEN_TYPE) && tg_luks_token_load(cd, m->token, &t) >= 0 &&
                          t.keyslot == m->new_keyslot;
         if (p.roll_forward) {
                 /* The old keyslot held the secret the token no longer seals. */
-                if (keyslot_active(cd, m->old_keyslot) && !keyslot_referenced(cd, m->old_keyslot, marker_id))
+                if (tg_luks_keyslot_active(cd, m->old_keyslot) && !tg_luks_keyslot_referenced(cd, m->old_keyslot, marker_id))
                         p.leftover_keyslot = m->old_keyslot;
-        } else if (keyslot_active(cd, m->new_keyslot) && !keyslot_referenced(cd, m->new_keyslot, marker_id)) {
+        } else if (tg_luks_keyslot_active(cd, m->new_keyslot) && !tg_luks_keyslot_referenced(cd, m->new_keyslot, marker_id)) {
                 /* Ours only if the marker was bound to it, or it has the PBKDF tpmguard gives its keyslots. */
                 if (m->bound_keyslot == m->new_keyslot || tg_luks_keyslot_has_minimal_pbkdf(cd, m->new_keyslot))
                         p.leftover_keyslot = m->new_keyslot;
@@ -333,7 +241,7 @@ static void marker_plan_make(struct crypt_device *cd, int marker_id, const tg_pe
  */
 static int marker_resolve(struct crypt_device *cd, const char *device, int marker_id, bool interrupted, unsigned *actions) {
         tg_pending_marker m;
-        marker_plan p;
+        tg_marker_plan p;
         const char *json = NULL;
         int r;
 
@@ -341,13 +249,13 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
         if (r < 0 || tg_pending_marker_from_string(json, &m) < 0) {
                 log_warning("Token %d of %s is a malformed %s marker; removing it (it names nothing usable).",
                             marker_id, device, TG_PENDING_TOKEN_TYPE);
-                r = token_remove(cd, marker_id);
+                r = tg_luks_token_remove(cd, marker_id);
                 if (r >= 0 && actions)
                         (*actions)++;
                 return r;
         }
 
-        marker_plan_make(cd, marker_id, &m, &p);
+        tg_pending_marker_plan(cd, marker_id, &m, &p);
         if (interrupted)
                 log_notice("%s: completing an interrupted %s of token %d (keyslot %d → %d): %s.", device, m.operation,
                            m.token, m.old_keyslot, m.new_keyslot,
@@ -356,7 +264,7 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
         if (p.why_kept)
                 log_warning("Keeping keyslot %d: %s.", p.roll_forward ? m.old_keyslot : m.new_keyslot, p.why_kept);
         if (p.leftover_keyslot >= 0) {
-                r = keyslot_destroy(cd, p.leftover_keyslot);
+                r = tg_luks_keyslot_destroy(cd, p.leftover_keyslot);
                 if (r < 0)
                         return r;
                 tg_fault_point(p.roll_forward ? "after-old-keyslot-destroy" : "after-new-keyslot-destroy");
@@ -364,7 +272,7 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
                 if (actions)
                         (*actions)++;
         }
-        r = token_remove(cd, marker_id);
+        r = tg_luks_token_remove(cd, marker_id);
         if (r < 0)
                 return r;
         tg_fault_point("after-marker-remove");
@@ -374,8 +282,8 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
 }
 
 static int markers_resolve_all(struct crypt_device *cd, const char *device, unsigned *actions) {
-        for (int id = 0; id < tokens_max(); id++)
-                if (token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (tg_luks_token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
                         int r = marker_resolve(cd, device, id, true, actions);
                         if (r < 0)
                                 return log_error_rc(r, "Could not resolve the interrupted operation in token %d; "
@@ -416,7 +324,7 @@ static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *d
         r = select_token(lc->cd, device, token, false, &lc->token_id, &lc->token, NULL);
         if (r < 0)
                 return r;
-        if (!keyslot_active(lc->cd, lc->token.keyslot))
+        if (!tg_luks_keyslot_active(lc->cd, lc->token.keyslot))
                 return log_error_rc(-TG_ERR_TOKEN, "Token %d of %s has no keyslot (left over from an interrupted "
                                     "removal?). Run 'tpmguard cleanup %s'.", lc->token_id, device, device);
 
@@ -497,8 +405,8 @@ static int replace_token(lifecycle *lc, const tg_token *t) {
 }
 
 static int free_keyslot(struct crypt_device *cd, const char *device) {
-        for (int k = 0; k < keyslots_max(); k++)
-                if (crypt_keyslot_status(cd, k) == CRYPT_SLOT_INACTIVE && !keyslot_referenced(cd, k, -1))
+        for (int k = 0; k < tg_luks_keyslots_max(); k++)
+                if (crypt_keyslot_status(cd, k) == CRYPT_SLOT_INACTIVE && !tg_luks_keyslot_referenced(cd, k, -1))
                         return k;
         return log_error_rc(-TG_ERR_CRYPTSETUP, "%s has no free keyslot.", device);
 }
@@ -598,12 +506,35 @@ undo:
         return r;
 }
 
+/*
+ * change-pin and rotate carry the token's PCR policy over to the new seal.
+ * The token is read from an attacker-writable header, so a policy weaker
+ * than tpmguard.conf is not carried over silently (issue 14 §2).
+ */
+static int check_carry_over(const lifecycle *lc, const tg_config *config, const char *operation) {
+        char why[256];
+
+        if (!tg_token_policy_weaker(&lc->token, config, why, sizeof why))
+                return 0;
+        if (config->accept_token_policy) {
+                log_warning("Token %d: %s; carrying its policy over as asked (--accept-token-policy).", lc->token_id, why);
+                return 0;
+        }
+        return log_error_rc(-TG_ERR_TOKEN,
+                            "Token %d is weaker than the configuration: %s. The header may have been edited. %s refuses "
+                            "to carry this policy over: run 'tpmguard reseal --unlock-key-file F' to seal again under "
+                            "the configured policy, or add --accept-token-policy if the token is as you made it.",
+                            lc->token_id, why, operation);
+}
+
 static tg_seal_params seal_params_like(const tg_token *t, const tg_secret *pin) {
         return (tg_seal_params) {
                 .pcr_bank = t->pcr_bank,
                 .pcr_mask = t->pcr_mask,
                 .pin = pin,
                 .pin_kdf_iterations = t->pin ? t->pin_kdf_iterations : 0,
+                /* The token's own PCR policy, carried over: not a new choice of PCRs. */
+                .allow_unextended = true,
         };
 }
 
@@ -629,6 +560,9 @@ int tg_change_pin(const tg_config *config, const char *device, int token,
         int r;
 
         r = lifecycle_begin(&lc, config, device, token);
+        if (r < 0)
+                return r;
+        r = check_carry_over(&lc, config, "change-pin");
         if (r < 0)
                 return r;
         r = unseal_current(&lc, pin, &secret);
@@ -667,6 +601,9 @@ int tg_rotate(const tg_config *config, const char *device, int token, const tg_s
         r = lifecycle_begin(&lc, config, device, token);
         if (r < 0)
                 return r;
+        r = check_carry_over(&lc, config, "rotate");
+        if (r < 0)
+                return r;
         r = unseal_current(&lc, pin, &secret);
         if (r < 0)
                 return r;
@@ -692,14 +629,16 @@ int tg_reseal(const tg_config *config, const char *device, int token,
         r = lifecycle_begin(&lc, config, device, token);
         if (r < 0)
                 return r;
-        if (lc.token.pin && !p->pin)
+        if (lc.token.pin && !p->pin && !p->unlock_passphrase)
                 return log_error_rc(-TG_ERR_PIN_NEEDED, "Token %d needs a PIN.", lc.token_id);
 
-        params = seal_params_like(&lc.token, lc.token.pin ? p->pin : NULL);
-        if (p->pcr_bank)
-                params.pcr_bank = p->pcr_bank;
-        if (p->pcr_mask_set)
-                params.pcr_mask = p->pcr_mask;
+        /* The new policy is the caller's (command line or tpmguard.conf), never
+         * the old token's: its fields come from an attacker-writable header,
+         * and following a "PCR mismatch" hint must not re-enrol the volume
+         * under a policy an attacker wrote there (issue 14 §2). */
+        assert(p->pcr_bank != 0);
+        params = (tg_seal_params) { .pcr_bank = p->pcr_bank, .pcr_mask = p->pcr_mask, .pin = p->new_pin,
+                                    .allow_unextended = p->allow_unextended };
         if (p->explicit_values) {
                 if (p->explicit_values->bank != params.pcr_bank)
                         return log_error_rc(-TG_ERR_INVALID, "--pcr values are for the %s bank, the new policy uses %s.",
@@ -763,8 +702,8 @@ int tg_remove(const char *device, int token, tg_lifecycle_result *ret) {
         if (!valid)
                 log_warning("Token %d is malformed; removing the token only.", id);
 
-        if (keyslot_active(cd, t.keyslot)) {
-                if (keyslot_referenced(cd, t.keyslot, id))
+        if (tg_luks_keyslot_active(cd, t.keyslot)) {
+                if (tg_luks_keyslot_referenced(cd, t.keyslot, id))
                         log_notice("Keyslot %d is also used by another token; keeping it.", t.keyslot);
                 else if (crypt_keyslot_status(cd, t.keyslot) == CRYPT_SLOT_ACTIVE_LAST)
                         return log_error_rc(-TG_ERR_INVALID, "Keyslot %d of token %d is the last keyslot of %s: removing "
@@ -773,13 +712,13 @@ int tg_remove(const char *device, int token, tg_lifecycle_result *ret) {
                                             t.keyslot, id, device, device);
                 else {
                         /* Keyslot first: libcryptsetup unassigns it from the token in the same write. */
-                        r = keyslot_destroy(cd, t.keyslot);
+                        r = tg_luks_keyslot_destroy(cd, t.keyslot);
                         if (r < 0)
                                 return r;
                         tg_fault_point("after-keyslot-destroy");
                 }
         }
-        r = token_remove(cd, id);
+        r = tg_luks_token_remove(cd, id);
         if (r < 0)
                 return r;
         tg_fault_point("after-token-remove");
@@ -800,13 +739,13 @@ int tg_cleanup(const char *device, unsigned *ret_actions) {
         r = markers_resolve_all(cd, device, &actions);
         if (r < 0)
                 return r;
-        for (int id = 0; id < tokens_max(); id++) {
+        for (int id = 0; id < tg_luks_tokens_max(); id++) {
                 tg_token t;
-                if (!token_has_type(cd, id, TG_TOKEN_TYPE) || token_load(cd, id, &t) < 0)
+                if (!tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE) || tg_luks_token_load(cd, id, &t) < 0)
                         continue;
-                if (!keyslot_active(cd, t.keyslot)) {
+                if (!tg_luks_keyslot_active(cd, t.keyslot)) {
                         log_notice("Removing token %d: it has no keyslot.", id);
-                        r = token_remove(cd, id);
+                        r = tg_luks_token_remove(cd, id);
                         if (r < 0)
                                 return r;
                         actions++;
@@ -816,272 +755,4 @@ int tg_cleanup(const char *device, unsigned *ret_actions) {
         if (ret_actions)
                 *ret_actions = actions;
         return 0;
-}
-
-/* ---- status ---- */
-
-/* "satisfied", "not-satisfied", or an error id: the policy digest recomputed from the current PCR values. */
-static const char *policy_state(tg_verified_tpm *v, const tg_token *t) {
-        bool satisfied;
-
-        if (!v || tg_token_policy_satisfied(v, t, &satisfied) < 0)
-                return "unknown";
-        return satisfied ? "satisfied" : "not-satisfied";
-}
-
-static json_object *json_pcr_list(uint32_t mask) {
-        json_object *a = json_object_new_array();
-
-        for (int i = 0; a && i < TG_PCR_COUNT; i++)
-                if (mask & (UINT32_C(1) << i))
-                        json_object_array_add(a, json_object_new_int(i));
-        return a;
-}
-
-static json_object *status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
-        json_object *o = json_object_new_object(), *da_json = NULL;
-        _cleanup_tpm_ tg_tpm *tpm = NULL;
-        tg_verify_report report = {};
-        tg_pinned_key pinned;
-        TPM2B_NAME kernel_name;
-        tg_da_state da;
-        int r, da_r = -TG_ERR_TPM_UNREACHABLE;
-
-        if (!o)
-                return NULL;
-        json_object_object_add(o, "provisioned", json_object_new_boolean(tg_pinned_key_load(config->state_dir, &pinned) >= 0));
-        json_object_object_add(o, "kernel_null_name", json_object_new_string(
-                tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) >= 0 ? "present" : "absent"));
-        json_object_object_add(o, "kernel_null_name_policy",
-                               json_object_new_string(tg_null_name_policy_to_string(config->kernel_null_name)));
-        r = tg_verify(config, NULL, &report, ret_v);
-        json_object_object_add(o, "verification", json_object_new_string(r >= 0 ? "verified" : tg_err_id(r)));
-        if (r < 0)
-                json_object_object_add(o, "verification_message", json_object_new_string(tg_err_str(r)));
-
-        /* The DA state is no secret: read it over the verified TPM, or else directly. */
-        if (*ret_v)
-                da_r = tg_tpm_da_state(tg_vtpm_esys(*ret_v), &da);
-        else if (tg_tpm_open(config->tcti, &tpm) >= 0)
-                da_r = tg_tpm_da_state(tpm->esys, &da);
-        if (da_r >= 0 && (da_json = json_object_new_object())) {
-                json_object_object_add(da_json, "in_lockout", json_object_new_boolean(da.in_lockout));
-                json_object_object_add(da_json, "failures", json_object_new_int64(da.failures));
-                json_object_object_add(da_json, "max_failures", json_object_new_int64(da.max_failures));
-                json_object_object_add(da_json, "recovery_seconds", json_object_new_int64(da.recovery_seconds));
-                json_object_object_add(da_json, "lockout_recovery_seconds", json_object_new_int64(da.lockout_recovery_seconds));
-        }
-        json_object_object_add(o, "dictionary_attack", da_json);
-        return o;
-}
-
-int tg_status(const tg_config *config, const char *device, json_object **ret) {
-        _cleanup_crypt_ struct crypt_device *cd = NULL;
-        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
-        _cleanup_json_ json_object *o = json_object_new_object();
-        _cleanup_free_ char *cleanup_cmd = NULL;
-        json_object *tokens = json_object_new_array(), *keyslots = json_object_new_array(),
-                    *pending = json_object_new_array(), *orphans = json_object_new_array(), *tpm;
-        int r;
-
-        if (!o || !tokens || !keyslots || !pending || !orphans) {
-                json_object_put(tokens);
-                json_object_put(keyslots);
-                json_object_put(pending);
-                json_object_put(orphans);
-                return -TG_ERR_NOMEM;
-        }
-        json_object_object_add(o, "device", json_object_new_string(device));
-        json_object_object_add(o, "tokens", tokens);
-        json_object_object_add(o, "keyslots", keyslots);
-        json_object_object_add(o, "pending", pending);
-        json_object_object_add(o, "orphans", orphans);
-
-        r = tg_luks_open(device, &cd);
-        if (r < 0)
-                return r;
-        r = tg_asprintf(&cleanup_cmd, "tpmguard cleanup %s", device);
-        if (r < 0)
-                return r;
-
-        tpm = status_tpm(config, &v);
-        if (!tpm)
-                return -TG_ERR_NOMEM;
-        json_object_object_add(o, "tpm", tpm);
-
-        for (int id = 0; id < tokens_max(); id++) {
-                json_object *e;
-                tg_token t;
-
-                if (token_has_type(cd, id, TG_TOKEN_TYPE)) {
-                        e = json_object_new_object();
-                        if (!e)
-                                return -TG_ERR_NOMEM;
-                        json_object_array_add(tokens, e);
-                        json_object_object_add(e, "token", json_object_new_int(id));
-                        if (token_load(cd, id, &t) < 0) {
-                                json_object_object_add(e, "valid", json_object_new_boolean(false));
-                                continue;
-                        }
-                        json_object_object_add(e, "valid", json_object_new_boolean(true));
-                        json_object_object_add(e, "keyslot", t.keyslot >= 0 ? json_object_new_int(t.keyslot) : NULL);
-                        json_object_object_add(e, "pcr_bank", json_object_new_string(tg_pcr_bank_to_string(t.pcr_bank)));
-                        json_object_object_add(e, "pcrs", json_pcr_list(t.pcr_mask));
-                        json_object_object_add(e, "pin", json_object_new_boolean(t.pin));
-                        if (t.pin)
-                                json_object_object_add(e, "pin_kdf_iterations", json_object_new_int64(t.pin_kdf_iterations));
-                        json_object_object_add(e, "pcr_policy", json_object_new_string(policy_state(v, &t)));
-                        if (!keyslot_active(cd, t.keyslot)) {
-                                json_object *orphan = json_object_new_object();
-                                if (!orphan)
-                                        return -TG_ERR_NOMEM;
-                                json_object_object_add(orphan, "token", json_object_new_int(id));
-                                json_object_object_add(orphan, "reason", json_object_new_string("token without a keyslot"));
-                                json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
-                                json_object_array_add(orphans, orphan);
-                        }
-                        explicit_bzero(&t, sizeof t);
-                } else if (token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
-                        const char *json = NULL;
-                        tg_pending_marker m;
-                        marker_plan p;
-
-                        e = json_object_new_object();
-                        if (!e)
-                                return -TG_ERR_NOMEM;
-                        json_object_array_add(pending, e);
-                        json_object_object_add(e, "marker_token", json_object_new_int(id));
-                        json_object_object_add(e, "cleanup", json_object_new_string(cleanup_cmd));
-                        if (crypt_token_json_get(cd, id, &json) < 0 || tg_pending_marker_from_string(json, &m) < 0) {
-                                json_object_object_add(e, "valid", json_object_new_boolean(false));
-                                continue;
-                        }
-                        marker_plan_make(cd, id, &m, &p);
-                        json_object_object_add(e, "valid", json_object_new_boolean(true));
-                        json_object_object_add(e, "operation", json_object_new_string(m.operation));
-                        json_object_object_add(e, "token", json_object_new_int(m.token));
-                        json_object_object_add(e, "old_keyslot", json_object_new_int(m.old_keyslot));
-                        json_object_object_add(e, "new_keyslot", json_object_new_int(m.new_keyslot));
-                        json_object_object_add(e, "resolution", json_object_new_string(p.roll_forward ? "complete" : "undo"));
-                        if (p.leftover_keyslot >= 0) {
-                                json_object *orphan = json_object_new_object();
-                                if (!orphan)
-                                        return -TG_ERR_NOMEM;
-                                json_object_object_add(orphan, "keyslot", json_object_new_int(p.leftover_keyslot));
-                                json_object_object_add(orphan, "reason", json_object_new_string(
-                                        p.roll_forward ? "old keyslot of an interrupted operation"
-                                                       : "new keyslot of an interrupted operation"));
-                                json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
-                                json_object_array_add(orphans, orphan);
-                        }
-                }
-        }
-
-        for (int k = 0; k < keyslots_max(); k++) {
-                json_object *e, *users;
-                if (!keyslot_active(cd, k))
-                        continue;
-                e = json_object_new_object();
-                users = json_object_new_array();
-                if (!e || !users) {
-                        json_object_put(e);
-                        json_object_put(users);
-                        return -TG_ERR_NOMEM;
-                }
-                json_object_object_add(e, "keyslot", json_object_new_int(k));
-                for (int id = 0; id < tokens_max(); id++)
-                        if (token_references(cd, id, k))
-                                json_object_array_add(users, json_object_new_int(id));
-                json_object_object_add(e, "tokens", users);
-                json_object_array_add(keyslots, e);
-        }
-
-        json_object_object_add(o, "cleanup_needed", json_object_new_boolean(
-                json_object_array_length(pending) > 0 || json_object_array_length(orphans) > 0));
-        *ret = TAKE_PTR(o);
-        return 0;
-}
-
-void tg_status_print(json_object *s, FILE *f) {
-        json_object *v, *tokens, *keyslots, *pending, *orphans, *tpm, *da;
-
-        json_object_object_get_ex(s, "device", &v);
-        fprintf(f, "Volume %s\n", json_object_get_string(v));
-        json_object_object_get_ex(s, "tokens", &tokens);
-        if (json_object_array_length(tokens) == 0)
-                fprintf(f, "  no tpmguard token\n");
-        for (size_t i = 0; i < json_object_array_length(tokens); i++) {
-                json_object *t = json_object_array_get_idx(tokens, i), *x, *pcrs;
-                json_object_object_get_ex(t, "token", &x);
-                fprintf(f, "  token %d:", json_object_get_int(x));
-                if (json_object_object_get_ex(t, "valid", &x) && !json_object_get_boolean(x)) {
-                        fprintf(f, " malformed\n");
-                        continue;
-                }
-                if (json_object_object_get_ex(t, "keyslot", &x) && x)
-                        fprintf(f, " keyslot %d,", json_object_get_int(x));
-                else
-                        fprintf(f, " no keyslot,");
-                json_object_object_get_ex(t, "pcr_bank", &x);
-                fprintf(f, " %s PCRs", json_object_get_string(x));
-                json_object_object_get_ex(t, "pcrs", &pcrs);
-                for (size_t k = 0; k < json_object_array_length(pcrs); k++)
-                        fprintf(f, "%s%d", k ? "," : " ", json_object_get_int(json_object_array_get_idx(pcrs, k)));
-                json_object_object_get_ex(t, "pin", &x);
-                fprintf(f, ", %s", json_object_get_boolean(x) ? "PIN" : "no PIN");
-                json_object_object_get_ex(t, "pcr_policy", &x);
-                fprintf(f, ", current PCR values: %s\n", json_object_get_string(x));
-        }
-        json_object_object_get_ex(s, "keyslots", &keyslots);
-        fprintf(f, "  keyslots:");
-        for (size_t i = 0; i < json_object_array_length(keyslots); i++) {
-                json_object *k = json_object_array_get_idx(keyslots, i), *x, *users;
-                json_object_object_get_ex(k, "keyslot", &x);
-                json_object_object_get_ex(k, "tokens", &users);
-                fprintf(f, " %d%s", json_object_get_int(x),
-                        json_object_array_length(users) ? "(token)" : "(passphrase)");
-        }
-        fprintf(f, "\n");
-        json_object_object_get_ex(s, "pending", &pending);
-        for (size_t i = 0; i < json_object_array_length(pending); i++) {
-                json_object *p = json_object_array_get_idx(pending, i), *x, *y;
-                json_object_object_get_ex(p, "marker_token", &x);
-                if (json_object_object_get_ex(p, "operation", &y))
-                        fprintf(f, "  interrupted %s (marker token %d)\n", json_object_get_string(y), json_object_get_int(x));
-                else
-                        fprintf(f, "  malformed pending marker (token %d)\n", json_object_get_int(x));
-        }
-        json_object_object_get_ex(s, "orphans", &orphans);
-        for (size_t i = 0; i < json_object_array_length(orphans); i++) {
-                json_object *p = json_object_array_get_idx(orphans, i), *x, *why;
-                json_object_object_get_ex(p, "reason", &why);
-                if (json_object_object_get_ex(p, "keyslot", &x))
-                        fprintf(f, "  orphan keyslot %d (%s)\n", json_object_get_int(x), json_object_get_string(why));
-                else if (json_object_object_get_ex(p, "token", &x))
-                        fprintf(f, "  orphan token %d (%s)\n", json_object_get_int(x), json_object_get_string(why));
-        }
-        if (json_object_object_get_ex(s, "cleanup_needed", &v) && json_object_get_boolean(v)) {
-                json_object_object_get_ex(s, "device", &v);
-                fprintf(f, "  clean up with: tpmguard cleanup %s\n", json_object_get_string(v));
-        }
-        json_object_object_get_ex(s, "tpm", &tpm);
-        json_object_object_get_ex(tpm, "provisioned", &v);
-        fprintf(f, "TPM: %s", json_object_get_boolean(v) ? "provisioned" : "not provisioned");
-        json_object_object_get_ex(tpm, "verification", &v);
-        fprintf(f, ", verification: %s", json_object_get_string(v));
-        json_object_object_get_ex(tpm, "kernel_null_name", &v);
-        fprintf(f, ", kernel null_name: %s", json_object_get_string(v));
-        json_object_object_get_ex(tpm, "kernel_null_name_policy", &v);
-        fprintf(f, " (policy: %s)\n", json_object_get_string(v));
-        if (json_object_object_get_ex(tpm, "dictionary_attack", &da) && da) {
-                json_object *lock, *fails, *max, *rec;
-                json_object_object_get_ex(da, "in_lockout", &lock);
-                json_object_object_get_ex(da, "failures", &fails);
-                json_object_object_get_ex(da, "max_failures", &max);
-                json_object_object_get_ex(da, "recovery_seconds", &rec);
-                fprintf(f, "DA: %s, %d of %d failures, one forgiven every %d s\n",
-                        json_object_get_boolean(lock) ? "IN LOCKOUT" : "not locked out",
-                        json_object_get_int(fails), json_object_get_int(max), json_object_get_int(rec));
-        } else
-                fprintf(f, "DA: unknown (TPM unreachable)\n");
 }

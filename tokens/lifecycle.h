@@ -11,8 +11,8 @@
 #include "secret.h"
 
 /*
- * Lifecycle of an enrolled volume: change-pin, rotate, reseal, remove,
- * status and cleanup. Every secret crosses the bus only inside the verified
+ * Lifecycle of an enrolled volume: change-pin, rotate, reseal, remove and
+ * cleanup. Every secret crosses the bus only inside the verified
  * session of a tg_verify()'d TPM, and every operation is crash-safe: killed
  * after any header write or TPM command it leaves a volume that opens with
  * the recovery passphrase and with the old or the new TPM credential, and a
@@ -41,6 +41,14 @@ typedef struct tg_pending_marker {
 /* Strict parser and writer of the marker token (type, keyslots, operation, token, old/new keyslot). */
 int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret);
 int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret);
+
+/* What resolving a marker does, decided without writing anything (status shows it). */
+typedef struct tg_marker_plan {
+        bool roll_forward;      /* the token already points at the new keyslot */
+        int leftover_keyslot;   /* the keyslot to destroy, -1 if none */
+        const char *why_kept;   /* set when a keyslot looks left over but is not ours to destroy */
+} tg_marker_plan;
+void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *ret);
 
 typedef struct tg_lifecycle_result {
         int token;            /* the token id after the operation */
@@ -74,16 +82,18 @@ int tg_rotate(const tg_config *config, const char *device, int token,
               const tg_secret *pin, tg_lifecycle_result *ret);
 
 typedef struct tg_reseal_params {
-        uint16_t pcr_bank;                       /* 0: the token's bank */
-        uint32_t pcr_mask;                       /* used when pcr_bank != 0 or pcr_mask_set */
-        bool pcr_mask_set;
+        uint16_t pcr_bank;                       /* the new policy's bank (required) */
+        uint32_t pcr_mask;                       /* the new policy's PCRs */
         const tg_pcr_values *explicit_values;    /* NULL: the current values */
-        const tg_secret *pin;                    /* the current PIN (also the PIN of the new seal) */
+        const tg_secret *pin;                    /* the current PIN, to unseal (NULL with unlock_passphrase) */
+        const tg_secret *new_pin;                /* the PIN of the new seal; NULL: no PIN */
         const tg_secret *unlock_passphrase;      /* non-NULL: authorize with it instead of unsealing */
+        bool allow_unextended;                   /* see tg_seal_params */
 } tg_reseal_params;
 
 /*
- * Seal to new PCR values. Authorized by unsealing the current secret (then
+ * Seal to new PCR values under the policy the caller gives (never the old
+ * token's fields). Authorized by unsealing the current secret (then
  * the token is replaced in one write, the keyslot stays), or, with
  * unlock_passphrase, by a passphrase of the volume (then a new keyslot with
  * a new secret is added and the old token and keyslot are dropped, as in
@@ -102,14 +112,3 @@ int tg_remove(const char *device, int token, tg_lifecycle_result *ret);
  * how many things were repaired.
  */
 int tg_cleanup(const char *device, unsigned *ret_actions);
-
-/*
- * The state of a volume and of the TPM as a JSON object (see
- * docs/lifecycle.md): tokens and keyslots, PCR policy and whether the current
- * PCR values satisfy it (policy digest recomputed, nothing unsealed), PIN,
- * pending operations and orphans with the command that cleans them up,
- * provisioning state, kernel null_name, verification verdict, DA state.
- */
-int tg_status(const tg_config *config, const char *device, json_object **ret);
-/* Human-readable rendering of tg_status()'s object. */
-void tg_status_print(json_object *status, FILE *f);

@@ -2,11 +2,98 @@
 #include <errno.h>
 #include <openssl/evp.h>
 
+#include "binding.h"
 #include "error.h"
 #include "log.h"
 #include "luks.h"
 #include "token.h"
 #include "verify.h"
+
+/* ---- header helpers (shared by enrolment, the lifecycle and status) ---- */
+
+int tg_luks_tokens_max(void) {
+        int n = crypt_token_max(CRYPT_LUKS2);
+        return n > 0 ? n : 32;
+}
+
+int tg_luks_keyslots_max(void) {
+        int n = crypt_keyslot_max(CRYPT_LUKS2);
+        return n > 0 ? n : 32;
+}
+
+bool tg_luks_token_has_type(struct crypt_device *cd, int id, const char *type) {
+        const char *t = NULL;
+        crypt_token_info info = crypt_token_status(cd, id, &t);
+
+        return info != CRYPT_TOKEN_INACTIVE && info != CRYPT_TOKEN_INVALID && t && strcmp(t, type) == 0;
+}
+
+bool tg_luks_keyslot_active(struct crypt_device *cd, int keyslot) {
+        crypt_keyslot_info s;
+
+        if (keyslot < 0)
+                return false;
+        s = crypt_keyslot_status(cd, keyslot);
+        return s == CRYPT_SLOT_ACTIVE || s == CRYPT_SLOT_ACTIVE_LAST;
+}
+
+/* Does token id list keyslot in its "keyslots"? */
+bool tg_luks_token_references(struct crypt_device *cd, int id, int keyslot) {
+        _cleanup_json_ json_object *o = NULL;
+        json_object *arr;
+        const char *json = NULL;
+
+        if (crypt_token_json_get(cd, id, &json) < 0 || !json)
+                return false;
+        o = json_tokener_parse(json);
+        if (!o || !json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array))
+                return false;
+        for (size_t i = 0; i < json_object_array_length(arr); i++) {
+                const char *s = json_object_get_string(json_object_array_get_idx(arr, i));
+                char *end;
+                long n;
+
+                if (!s)
+                        continue;
+                n = strtol(s, &end, 10);
+                if (*s && !*end && n == keyslot)
+                        return true;
+        }
+        return false;
+}
+
+/* Does any token other than except_token list keyslot? */
+bool tg_luks_keyslot_referenced(struct crypt_device *cd, int keyslot, int except_token) {
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (id != except_token && tg_luks_token_references(cd, id, keyslot))
+                        return true;
+        return false;
+}
+
+int tg_luks_token_load(struct crypt_device *cd, int id, tg_token *ret) {
+        const char *json = NULL;
+        int r;
+
+        r = crypt_token_json_get(cd, id, &json);
+        if (r < 0 || !json)
+                return log_error_rc(-TG_ERR_NOT_FOUND, "Cannot read token %d: %s", id, strerror(r < 0 ? -r : EINVAL));
+        return tg_token_from_string(json, ret);
+}
+
+int tg_luks_token_remove(struct crypt_device *cd, int id) {
+        int r = crypt_token_json_set(cd, id, NULL);
+
+        return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot remove token %d: %s", id, strerror(-r)) : 0;
+}
+
+int tg_luks_keyslot_destroy(struct crypt_device *cd, int keyslot) {
+        int r;
+
+        if (crypt_keyslot_status(cd, keyslot) == CRYPT_SLOT_ACTIVE_LAST)
+                return log_error_rc(-TG_ERR_INVALID, "Keyslot %d is the last keyslot; it is never destroyed.", keyslot);
+        r = crypt_keyslot_destroy(cd, keyslot);
+        return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot destroy keyslot %d: %s", keyslot, strerror(-r)) : 0;
+}
 
 int tg_luks_open(const char *device, struct crypt_device **ret) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
@@ -68,6 +155,17 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
         if (r < 0)
                 return r;
 
+        /* Refuse unextended PCRs before the header is touched (tg_seal checks again). */
+        if (!options->seal.allow_unextended && !options->seal.explicit_values) {
+                tg_pcr_values values;
+
+                r = tg_vtpm_pcr_read(v, options->seal.pcr_bank, options->seal.pcr_mask, &values);
+                if (r < 0)
+                        return r;
+                r = tg_pcr_values_check_extended(&values, options->seal.pcr_mask);
+                if (r < 0)
+                        return log_error_rc(r, "Enrollment refused: %s is unchanged.", device);
+        }
         r = tg_keyslot_secret_new(&secret);
         if (r < 0)
                 return r;
@@ -105,6 +203,12 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
                 goto undo;
         }
 
+        /* Bind the volume before the token exists (issue 14 §4): a binding
+         * without a token is harmless, a token whose volume is not bound is
+         * refused by the plugin. */
+        r = tg_volume_binding_record(config->state_dir, cd, keyslot, check);
+        if (r < 0)
+                goto undo;
         r = tg_token_to_string(&token, &json);
         if (r < 0)
                 goto undo;

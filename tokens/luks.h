@@ -12,8 +12,30 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct crypt_device *, crypt_free);
 #define _cleanup_crypt_ _cleanup_(crypt_freep)
 
-#define TG_TOKEN_TYPE "tpmguard"
 #define TG_KEYSLOT_SECRET_BYTES 32
+#define TG_LUKS2_TOKENS_MAX 32    /* LUKS2 on-disk format limits */
+#define TG_LUKS2_KEYSLOTS_MAX 32
+
+/*
+ * Header helpers. The LUKS2 header is attacker-editable: these read it
+ * without trusting it (a token's "keyslots" entries are parsed strictly,
+ * a token of another type is never ours) and refuse to destroy the last
+ * keyslot whatever the header says.
+ */
+int tg_luks_tokens_max(void);
+int tg_luks_keyslots_max(void);
+/* Is token id active and of that type? */
+bool tg_luks_token_has_type(struct crypt_device *cd, int id, const char *type);
+bool tg_luks_keyslot_active(struct crypt_device *cd, int keyslot);
+/* Does token id list keyslot in its "keyslots"? */
+bool tg_luks_token_references(struct crypt_device *cd, int id, int keyslot);
+/* Does any token other than except_token list keyslot? */
+bool tg_luks_keyslot_referenced(struct crypt_device *cd, int keyslot, int except_token);
+/* Parses token id strictly as a tpmguard token. */
+int tg_luks_token_load(struct crypt_device *cd, int id, tg_token *ret);
+int tg_luks_token_remove(struct crypt_device *cd, int id);
+/* Destroys a keyslot; never the last active one. */
+int tg_luks_keyslot_destroy(struct crypt_device *cd, int keyslot);
 
 /* Opens a LUKS2 header; distinct errors for "no such device" and "not LUKS2". */
 int tg_luks_open(const char *device, struct crypt_device **ret);

@@ -80,6 +80,33 @@ int tg_pcr_value_parse(const char *s, tg_pcr_values *values) {
         return 0;
 }
 
+/*
+ * A PCR still at its reset value (all zeros, or all ones for the
+ * locality-reset PCRs 17-22) measures nothing: a secret sealed to it is
+ * bound to no boot state, and after a TPM reset it is "good" again without
+ * any replay (issue 14 §3).
+ */
+int tg_pcr_values_check_extended(const tg_pcr_values *values, uint32_t mask) {
+        for (unsigned i = 0; i < TG_PCR_COUNT; i++) {
+                bool zeros = true, ones = true;
+
+                if (!(mask & (UINT32_C(1) << i)))
+                        continue;
+                for (unsigned k = 0; k < values->value_size; k++) {
+                        zeros = zeros && values->value[i][k] == 0x00;
+                        ones = ones && values->value[i][k] == 0xff;
+                }
+                if (zeros || ones)
+                        return log_error_rc(-TG_ERR_INVALID,
+                                            "PCR %u (%s) was never extended (all %s): sealing to it binds the secret to "
+                                            "no boot state. Choose PCRs your firmware measures (--pcrs), or, if this is "
+                                            "intended, --allow-unextended-pcrs (allow_unextended_pcrs = yes in "
+                                            "tpmguard.conf).", i, tg_pcr_bank_to_string(values->bank),
+                                            zeros ? "zeros" : "ones");
+        }
+        return 0;
+}
+
 int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_values *ret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         tg_pcr_values values = { .bank = bank, .mask = mask, .value_size = bank_digest_size(bank) };
@@ -143,10 +170,6 @@ int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret) {
                 return -TG_ERR_IO;
         ret->size = (UINT16) len;
         return 0;
-}
-
-static int names_equal(const TPM2B_NAME *a, const TPM2B_NAME *b) {
-        return a->size == b->size && memcmp(a->name, b->name, a->size) == 0;
 }
 
 static int owner_auth_error(TSS2_RC rc, const char *what) {
@@ -217,7 +240,7 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
                         /* ESAPI authorizes Create with the name the TPM returned, the token records
                          * the name of the public area: they must be one name, or an altered public
                          * area would make a token that can never unseal. */
-                        if (!names_equal(ret_name, name))
+                        if (!tg_name_equal(ret_name, name))
                                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                                     "ReadPublic of the SRK at 0x81000001 returned a public area that "
                                                     "does not hash to the name returned with it: altered on the TPM "
@@ -270,7 +293,7 @@ static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_han
              Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
                                    &persistent.tr) == TSS2_RC_SUCCESS) &&
             Esys_TR_GetName(esys, persistent.tr, &name) == TSS2_RC_SUCCESS &&
-            names_equal(name, expected)) {
+            tg_name_equal(name, expected)) {
                 *ret = persistent;
                 persistent.tr = ESYS_TR_NONE;
                 return 0;
@@ -279,7 +302,7 @@ static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_han
         r = srk_create(v, &transient, &created);
         if (r < 0)
                 return r;
-        if (!names_equal(&created, expected))
+        if (!tg_name_equal(&created, expected))
                 return log_error_rc(-TG_ERR_TOKEN,
                                     "The TPM's storage key is not the one this token was sealed under "
                                     "(TPM cleared, or token field \"parent_name\" edited). "
@@ -346,6 +369,11 @@ int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *s
                 for (unsigned i = 0; i < TG_PCR_COUNT; i++)
                         if (e->given_mask & (UINT32_C(1) << i))
                                 memcpy(values.value[i], e->value[i], values.value_size);
+        }
+        if (!params->allow_unextended) {
+                r = tg_pcr_values_check_extended(&values, params->pcr_mask);
+                if (r < 0)
+                        return r;
         }
         r = tg_pcr_values_digest(&values, &pcr_digest);
         if (r < 0)

@@ -23,6 +23,7 @@ typedef struct tg_seal_params {
         uint16_t pcr_bank;
         uint32_t pcr_mask;
         const tg_pcr_values *explicit_values; /* NULL: seal to the current values */
+        bool allow_unextended;                /* seal to PCRs still at their reset value (all 0 or all 1) */
         const tg_secret *pin;                 /* NULL: no PIN (warned about by the caller) */
         uint32_t pin_kdf_iterations;          /* 0: default */
         const tg_secret *owner_auth;          /* owner hierarchy password, NULL: empty */
@@ -47,6 +48,9 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
 
 /* Reads the selected PCRs over the verified session (audit HMAC: integrity-protected). */
 int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_values *ret);
+
+/* -TG_ERR_INVALID, naming the PCR, when a PCR of mask is still at its reset value (all 0x00 or all 0xff). */
+int tg_pcr_values_check_extended(const tg_pcr_values *values, uint32_t mask);
 
 /* PolicyPCR's pcrDigest: SHA-256 over the selected PCR values in index order. */
 int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret);

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -8,6 +9,7 @@
 
 #include "config.h"
 #include "error.h"
+#include "json-util.h"
 #include "log.h"
 #include "token.h"
 #include "util.h"
@@ -92,51 +94,30 @@ static int base64_encode(const uint8_t *data, size_t size, char **ret) {
         return 0;
 }
 
-/* Looks up key in obj and checks its JSON type; a missing key is an error only when required. */
+/* Looks up key in obj and checks its JSON type (lib/json-util.h); a missing key is an error only when required. */
 static int field_get(json_object *obj, const char *key, const char *field, json_type type, bool required,
                      json_object **ret) {
-        json_object *v = NULL;
+        char problem[TG_JSON_PROBLEM_MAX];
+        int r;
 
-        if (!json_object_object_get_ex(obj, key, &v)) {
-                if (required)
-                        return token_error(field, "missing");
-                *ret = NULL;
-                return 0;
-        }
-        if (!json_object_is_type(v, type))
-                return token_error(field, "must be %s %s, not %s",
-                                   type == json_type_array || type == json_type_object || type == json_type_int ? "an" : "a",
-                                   type == json_type_int ? "integer" : json_type_to_name(type),
-                                   v ? json_type_to_name(json_object_get_type(v)) : "null");
-        *ret = v;
-        return 0;
+        r = tg_json_get(obj, key, type, required, ret, problem, sizeof problem);
+        return r == -TG_ERR_INVALID ? token_error(field, "%s", problem) : r;
 }
 
 static int hex_field(json_object *obj, const char *key, size_t size, bool required, uint8_t *buf, bool *ret_present) {
         _cleanup_free_ uint8_t *bytes = NULL;
-        json_object *v;
-        const char *s;
-        size_t len, n = 0;
+        char problem[TG_JSON_PROBLEM_MAX];
+        size_t n = 0;
         int r;
 
-        r = field_get(obj, key, key, json_type_string, required, &v);
+        r = tg_json_get_hex(obj, key, size, size, required, &bytes, &n, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return token_error(key, "%s", problem);
         if (r < 0)
                 return r;
-        if (!v) {
-                *ret_present = false;
-                return 0;
-        }
-        s = json_object_get_string(v);
-        len = strlen(s);
-        if (len != size * 2)
-                return token_error(key, "%zu hex digits, expected %zu (%zu bytes)", len, size * 2, size);
-        r = tg_hex_decode(s, len, &bytes, &n);
-        if (r == -TG_ERR_NOMEM)
-                return r;
-        if (r < 0 || n != size)
-                return token_error(key, "not a hex string");
-        memcpy(buf, bytes, size);
-        *ret_present = true;
+        *ret_present = bytes != NULL;
+        if (bytes)
+                memcpy(buf, bytes, size);
         return 0;
 }
 
@@ -602,6 +583,42 @@ static void hex_to_buf(const uint8_t *data, size_t size, char *buf, size_t buf_s
                 buf[2 * i + 1] = digits[data[i] & 0xf];
         }
         buf[2 * i] = '\0';
+}
+
+bool tg_token_policy_weaker(const tg_token *t, const tg_config *config, char *why, size_t size) {
+        char want[96], have[96];
+        uint32_t missing;
+
+        assert(t);
+        assert(config);
+
+        if (!t->pin && !config->allow_no_pin) {
+                snprintf(why, size, "it has no PIN, and %s requires one (allow_no_pin = no)",
+                         config->path ?: "tpmguard.conf");
+                return true;
+        }
+        if (t->pcr_bank != config->pcr_bank) {
+                snprintf(why, size, "it is sealed to the %s PCR bank, %s configures %s", tg_pcr_bank_to_string(t->pcr_bank),
+                         config->path ?: "tpmguard.conf", tg_pcr_bank_to_string(config->pcr_bank));
+                return true;
+        }
+        missing = config->pcr_mask & ~t->pcr_mask;
+        if (missing) {
+                tg_pcr_list_format(t->pcr_mask, have, sizeof have);
+                tg_pcr_list_format(missing, want, sizeof want);
+                snprintf(why, size, "it is sealed to PCRs %s, without PCR %s that %s configures", have[0] ? have : "(none)",
+                         want, config->path ?: "tpmguard.conf");
+                return true;
+        }
+        return false;
+}
+
+void tg_token_policy_format(const tg_token *t, char *buf, size_t size) {
+        char pcrs[96];
+
+        tg_pcr_list_format(t->pcr_mask, pcrs, sizeof pcrs);
+        snprintf(buf, size, "%s PCRs %s, %s", tg_pcr_bank_to_string(t->pcr_bank), pcrs[0] ? pcrs : "(none)",
+                 t->pin ? "PIN" : "no PIN");
 }
 
 void tg_token_dump(const tg_token *t, void (*print)(const char *line, void *userdata), void *userdata) {

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include "config.h"
 #include "json-util.h"
 #include <stdbool.h>
 #include <stdint.h>
@@ -74,6 +75,17 @@ int tg_token_from_string(const char *json, tg_token *ret);
 int tg_token_to_json(const tg_token *t, json_object **ret);
 /* The token as compact JSON text (JSON_C_TO_STRING_PLAIN); free() the result. */
 int tg_token_to_string(const tg_token *t, char **ret);
+/*
+ * Is the token's policy weaker than the configuration's? The LUKS2 header
+ * is attacker-writable, so a token that claims less than tpmguard.conf asks
+ * for (no PIN where PINs are required, another PCR bank, a PCR set that
+ * lacks one of the configured PCRs) may have been edited (issue 14 §2).
+ * True with a reason in why[size]; a superset of the PCRs is not weaker.
+ */
+bool tg_token_policy_weaker(const tg_token *t, const tg_config *config, char *why, size_t size);
+/* "sha256 PCRs 7,11, PIN": what a token is sealed to, for messages. */
+void tg_token_policy_format(const tg_token *t, char *buf, size_t size);
+
 /* Human-readable lines for `cryptsetup luksDump`: each passed to print without a trailing newline. */
 void tg_token_dump(const tg_token *t, void (*print)(const char *line, void *userdata), void *userdata);
 

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include "binding.h"
 #include "config.h"
 #include "error.h"
 #include "log.h"
@@ -7,7 +8,8 @@
 #include "unlock.h"
 #include "verify.h"
 
-int tg_unlock_token_json(const char *token_json, const tg_secret *pin, tg_secret **ret_passphrase) {
+int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
+                         tg_secret **ret_passphrase) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_secret_ tg_secret *secret = NULL;
@@ -31,6 +33,13 @@ int tg_unlock_token_json(const char *token_json, const tg_secret *pin, tg_secret
         r = tg_unseal(v, &token, pin, &secret);
         if (r < 0)
                 return r;
+        /* The secret goes to libcryptsetup only for the volume enrolled here
+         * (tokens/binding.h: decoy volumes). */
+        if (cd) {
+                r = tg_volume_binding_check(config->state_dir, cd, token.keyslot, secret);
+                if (r < 0)
+                        return r;
+        }
         *ret_passphrase = TAKE_PTR(secret);
         return 0;
 }

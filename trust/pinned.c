@@ -32,17 +32,16 @@ int tg_pinned_public_check(const TPMT_PUBLIC *public) {
 }
 
 static int get_string(json_object *o, const char *key, bool required, const char **ret) {
+        char problem[TG_JSON_PROBLEM_MAX];
         json_object *v;
+        int r;
 
-        if (!json_object_object_get_ex(o, key, &v)) {
-                if (required)
-                        return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"%s\" is missing.", key);
-                *ret = NULL;
-                return 0;
-        }
-        if (!json_object_is_type(v, json_type_string))
-                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"%s\" is not a string.", key);
-        *ret = json_object_get_string(v);
+        r = tg_json_get(o, key, json_type_string, required, &v, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "pinned key file: field \"%s\" %s.", key, problem);
+        if (r < 0)
+                return r;
+        *ret = v ? json_object_get_string(v) : NULL;
         return 0;
 }
 
@@ -55,9 +54,11 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         _cleanup_free_ uint8_t *pub_bytes = NULL, *name_bytes = NULL;
         struct json_tokener *tok;
         enum json_tokener_error jerr;
-        json_object *v;
-        const char *public_hex, *name_hex, *s;
+        char problem[TG_JSON_PROBLEM_MAX];
+        const char *s;
         size_t pub_size, name_size;
+        int64_t version, nv_index = 0;
+        bool present = false;
         tg_pinned_key key = {};
         TPM2B_NAME computed;
         int r;
@@ -84,33 +85,32 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         if (!json_object_is_type(root, json_type_object))
                 return log_error_rc(-TG_ERR_INVALID, "pinned key file is not a JSON object.");
 
-        if (!json_object_object_get_ex(root, "version", &v) || !json_object_is_type(v, json_type_int))
-                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"version\" is missing or not a number.");
-        if (json_object_get_int64(v) != 1)
-                return log_error_rc(-TG_ERR_INVALID, "pinned key file: version %" PRId64 " is not supported (expected 1).",
-                                    json_object_get_int64(v));
+        r = tg_json_get_int(root, "version", 1, 1, true, &version, NULL, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "pinned key file: field \"version\" %s (this tpmguard reads version 1).", problem);
+        if (r < 0)
+                return r;
 
-        r = get_string(root, "public", true, &public_hex);
+        r = tg_json_get_hex(root, "public", 1, sizeof(TPM2B_PUBLIC), true, &pub_bytes, &pub_size, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "pinned key file: field \"public\" %s.", problem);
         if (r < 0)
                 return r;
-        r = get_string(root, "name", true, &name_hex);
-        if (r < 0)
-                return r;
-        if (strlen(public_hex) > 2 * sizeof(TPM2B_PUBLIC) ||
-            tg_hex_decode(public_hex, strlen(public_hex), &pub_bytes, &pub_size) < 0)
-                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"public\" is not valid hex.");
         r = tg_tpm2b_public_unmarshal_exact(pub_bytes, pub_size, &key.public);
         if (r < 0)
                 return log_error_rc(r, "pinned key file: field \"public\" is not a TPM2B_PUBLIC.");
         r = tg_pinned_public_check(&key.public.publicArea);
         if (r < 0)
                 return r;
-        if (strlen(name_hex) != 68 || tg_hex_decode(name_hex, 68, &name_bytes, &name_size) < 0)
-                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"name\" is not a 34-byte hex name.");
+        r = tg_json_get_hex(root, "name", 34, 34, true, &name_bytes, &name_size, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "pinned key file: field \"name\" %s.", problem);
+        if (r < 0)
+                return r;
         r = tg_public_name(&key.public.publicArea, &computed);
         if (r < 0)
                 return r;
-        if (computed.size != name_size || memcmp(computed.name, name_bytes, name_size) != 0)
+        if (!tg_name_equal_bytes(&computed, name_bytes, name_size))
                 return log_error_rc(-TG_ERR_INVALID, "pinned key file: \"name\" does not match \"public\" (file corrupted or edited).");
         key.name = computed;
 
@@ -131,8 +131,13 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         if (r < 0)
                 return r;
         copy_info(key.provisioned_at, sizeof key.provisioned_at, s);
-        if (json_object_object_get_ex(root, "ek_nv_index", &v) && json_object_is_type(v, json_type_int))
-                key.ek_nv_index = (uint32_t) json_object_get_int64(v);
+        r = tg_json_get_int(root, "ek_nv_index", 0, UINT32_MAX, false, &nv_index, &present, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "pinned key file: field \"ek_nv_index\" %s.", problem);
+        if (r < 0)
+                return r;
+        if (present)
+                key.ek_nv_index = (uint32_t) nv_index;
 
         *ret = key;
         return 0;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <assert.h>
 #include <openssl/core_names.h>
+#include <openssl/crypto.h>
 #include <openssl/param_build.h>
 #include <tss2/tss2_rc.h>
 #include <tss2/tss2_tctildr.h>
@@ -206,6 +208,17 @@ static int sha256(const void *a, size_t a_size, const void *b, size_t b_size, ui
             EVP_DigestFinal_ex(md, out, &len) != 1 || len != 32)
                 return log_error_rc(-TG_ERR_IO, "SHA-256 failed in OpenSSL.");
         return 0;
+}
+
+bool tg_name_equal_bytes(const TPM2B_NAME *a, const uint8_t *bytes, size_t size) {
+        assert(a);
+        assert(bytes || size == 0);
+        return a->size == size && size <= sizeof a->name && CRYPTO_memcmp(a->name, bytes, size) == 0;
+}
+
+bool tg_name_equal(const TPM2B_NAME *a, const TPM2B_NAME *b) {
+        assert(b);
+        return b->size <= sizeof b->name && tg_name_equal_bytes(a, b->name, b->size);
 }
 
 int tg_public_name(const TPMT_PUBLIC *public, TPM2B_NAME *ret) {

@@ -75,6 +75,12 @@ void tg_template_ek_signing_key(TPM2B_PUBLIC *ret);
 
 /* Name of an object: nameAlg ‖ H_nameAlg(marshalled TPMT_PUBLIC). Only SHA-256 is accepted. */
 int tg_public_name(const TPMT_PUBLIC *public, TPM2B_NAME *ret);
+/*
+ * Name equality, the one comparison of names every check uses: sizes first
+ * (a size above the buffer is never equal), then the bytes in constant time.
+ */
+bool tg_name_equal(const TPM2B_NAME *a, const TPM2B_NAME *b);
+bool tg_name_equal_bytes(const TPM2B_NAME *a, const uint8_t *bytes, size_t size);
 /* Qualified name of a primary object in hierarchy: 0x000b ‖ SHA-256(hierarchy ‖ name). */
 int tg_primary_qualified_name(TPM2_HANDLE hierarchy, const TPM2B_NAME *name, TPM2B_NAME *ret);
 /* True when the public area has exactly the SRK ECC template's fields (unique ignored). */

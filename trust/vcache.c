@@ -113,19 +113,11 @@ int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_ke
 }
 
 static int get_hex(json_object *o, const char *key, size_t max, uint8_t **ret, size_t *ret_size) {
-        json_object *v;
-        const char *s;
+        char problem[TG_JSON_PROBLEM_MAX];
+        int r;
 
-        if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-                return log_debug_rc(-TG_ERR_INVALID, "cache: field \"%s\" missing.", key);
-        s = json_object_get_string(v);
-        if (strlen(s) > 2 * max || tg_hex_decode(s, strlen(s), ret, ret_size) < 0)
-                return log_debug_rc(-TG_ERR_INVALID, "cache: field \"%s\" malformed.", key);
-        return 0;
-}
-
-static bool name_equals(const TPM2B_NAME *n, const uint8_t *bytes, size_t size) {
-        return n->size == size && memcmp(n->name, bytes, size) == 0;
+        r = tg_json_get_hex(o, key, 1, max, true, ret, ret_size, problem, sizeof problem);
+        return r == -TG_ERR_INVALID ? log_debug_rc(r, "cache: field \"%s\" %s.", key, problem) : r;
 }
 
 int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME *kernel_null_name,
@@ -174,11 +166,11 @@ int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME
                 return r;
 
         /* The cache must name exactly what we trust now. */
-        if (!name_equals(signer_name, signer, signer_size))
+        if (!tg_name_equal_bytes(signer_name, signer, signer_size))
                 return log_debug_rc(-TG_ERR_INVALID, "cache: made under another pinned signer.");
         if (name_size != 34 || name[0] != 0x00 || name[1] != 0x0b)
                 return log_debug_rc(-TG_ERR_INVALID, "cache: malformed name.");
-        if (kernel_null_name && !name_equals(kernel_null_name, name, name_size))
+        if (kernel_null_name && !tg_name_equal_bytes(kernel_null_name, name, name_size))
                 return log_debug_rc(-TG_ERR_INVALID, "cache: not the kernel's NULL key.");
 
         rc = Tss2_MU_TPMS_CONTEXT_Unmarshal(ctx_bytes, ctx_size, &off, &context);
@@ -206,7 +198,7 @@ int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME
 
         /* ESAPI restored the key's public area from the context; it must hash to the cached name. */
         rc = Esys_TR_GetName(esys, loaded.tr, &esys_name);
-        if (rc != TSS2_RC_SUCCESS || !name_equals(esys_name, name, name_size))
+        if (rc != TSS2_RC_SUCCESS || !tg_name_equal_bytes(esys_name, name, name_size))
                 return log_debug_rc(-TG_ERR_INVALID, "cache: the context's public area does not have the cached name.");
 
         memcpy(result.name, name, name_size);

@@ -176,8 +176,7 @@ static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
                 if (rc != TSS2_RC_SUCCESS)
                         return proof_failed(rc);
                 rc = Esys_TR_GetName(v->tpm->esys, v->srk.tr, &cached_name);
-                if (rc != TSS2_RC_SUCCESS || cached_name->size != name->size ||
-                    memcmp(cached_name->name, name->name, name->size) != 0)
+                if (rc != TSS2_RC_SUCCESS || !tg_name_equal(cached_name, name))
                         return log_debug_rc(-TG_ERR_INVALID, "cache: the SRK at 0x%08x is not the cached one.",
                                             TG_SRK_HANDLE);
                 return 0;
@@ -267,7 +266,7 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, const TPM2B_PUBLIC *te
         rc = Esys_TR_GetName(tpm->esys, h.tr, &esys_name);
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "Esys_TR_GetName");
-        if (esys_name->size != name.size || memcmp(esys_name->name, name.name, name.size) != 0) {
+        if (!tg_name_equal(esys_name, &name)) {
                 free(esys_name);
                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                     "%s: the name the TPM gave for the key does not match its public area: an "
@@ -282,10 +281,6 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, const TPM2B_PUBLIC *te
                 *ret_public = *out_public;
         *ret_name = name;
         return 0;
-}
-
-static int names_equal(const TPM2B_NAME *a, const TPM2B_NAME *b) {
-        return a->size == b->size && memcmp(a->name, b->name, a->size) == 0;
 }
 
 static void log_name(const char *label, const TPM2B_NAME *n) {
@@ -374,7 +369,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         }
         report->null_name = v->null_name;
         log_name("NULL key name (computed)", &v->null_name);
-        if (report->kernel_null_name_present && !names_equal(&v->null_name, &kernel_null_name))
+        if (report->kernel_null_name_present && !tg_name_equal(&v->null_name, &kernel_null_name))
                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                     "The TPM's NULL key does not match the name the kernel recorded at boot. "
                                     "The TPM was reset since boot, or an interposer sits on the TPM bus. "
@@ -391,7 +386,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                         return r;
         }
         report->ek_signing_key_name = signer_name;
-        if (!names_equal(&signer_name, &pinned.name))
+        if (!tg_name_equal(&signer_name, &pinned.name))
                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                     "The TPM's EK signing key is not the pinned one. An interposer is substituting keys, "
                                     "or this is a different or cleared-and-replaced TPM. If the TPM was replaced on "

@@ -7,7 +7,7 @@
 # token symbols, each versioned CRYPTSETUP_TOKEN_1.0, nothing else.
 set -uo pipefail
 command -v readelf >/dev/null || { echo "1..0 # SKIP readelf not installed (binutils)"; exit 0; }
-: "${TPMGUARD:?}" "${TPMGUARD_PLUGIN:?}"
+: "${TPMGUARD:?}" "${TPMGUARD_PLUGIN:?}" "${TPMGUARD_BUILD:?}"
 
 n=0 failed=0
 check() {
@@ -80,7 +80,20 @@ plugin_no_core_leak() {
                 { echo "core symbols exported"; return 1; }
 }
 
-echo "1..16"
+plugin_no_cli_code() {
+        # The plugin links tokens/ and below, never cli/: none of the functions
+        # the CLI floor's library defines may be in it (symbol table, local
+        # ones too).
+        local cli_lib=$TPMGUARD_BUILD/cli/libtpmguard-cli.a cli_funcs present
+        command -v nm >/dev/null || { echo "nm missing (binutils)"; return 1; }
+        cli_funcs=$(nm --defined-only "$cli_lib" | awk '$2 == "T" || $2 == "t" {print $3}' | sort -u)
+        [ -n "$cli_funcs" ] || { echo "no function found in $cli_lib"; return 1; }
+        present=$(nm -a "$TPMGUARD_PLUGIN" 2>/dev/null | awk '{print $NF}' | grep -Fx -f <(echo "$cli_funcs"))
+        [ -z "$present" ] || { echo "CLI code in the plugin:"; echo "$present"; return 1; }
+        echo "none of $(wc -l <<<"$cli_funcs") CLI functions"
+}
+
+echo "1..17"
 for bin in "$TPMGUARD" "$TPMGUARD_PLUGIN"; do
         name=$(basename "$bin")
         check "$name: position independent (ELF type DYN)" elf_type_dyn "$bin"
@@ -93,4 +106,5 @@ for bin in "$TPMGUARD" "$TPMGUARD_PLUGIN"; do
 done
 check "plugin exports exactly the token ABI, versioned CRYPTSETUP_TOKEN_1.0" plugin_exports
 check "plugin exports nothing of the core (hidden visibility)" plugin_no_core_leak
+check "plugin contains no CLI code (cli/ floor)" plugin_no_cli_code
 [ "$failed" = 0 ]

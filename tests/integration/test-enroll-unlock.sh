@@ -122,6 +122,50 @@ seal_and_token_import_flow() {
         expect_exit 0 with_plugin cryptsetup token import --json-file "$WORK/token.json" --key-slot 5 "$WORK/disk.img"
         expect_exit 0 token_open <"$WORK/pin"
         expect_in "Key slot 5 unlocked" "$ERR$OUT"
+        # No volume was ever bound on this machine: the unlock works and warns.
+        expect_in "records no volume bindings" "$ERR$OUT"
+        expect_exit 0 "$TPMGUARD" bind --unlock-key-file "$WORK/slot.key" "$WORK/disk.img"
+        expect_exit 0 token_open <"$WORK/pin"
+        refute_in "records no volume bindings" "$ERR$OUT"
+}
+
+# Issue 14 §4: a decoy volume with the victim's UUID and a token of the
+# attacker's own (no PIN; sealed on this TPM, as injected commands would) is
+# refused by the plugin before its keyslot passphrase leaves it; the victim's
+# volume and a second enrolled volume keep unlocking; a volume that was never
+# enrolled here is refused while others are bound.
+test_case decoy_volume_refused
+decoy_volume_refused() {
+        setup_enrolled
+        local uuid
+        uuid=$(cryptsetup luksUUID "$WORK/disk.img")
+        truncate -s 40M "$WORK/decoy.img"
+        printf 'attacker passphrase' >"$WORK/attacker.key"
+        cryptsetup luksFormat --type luks2 --batch-mode --uuid "$uuid" --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/attacker.key" "$WORK/decoy.img" >/dev/null
+        head -c 32 /dev/urandom | base64 | tr -d '\n' >"$WORK/decoy-slot.key"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/attacker.key" --new-key-slot 3 "$WORK/decoy.img" "$WORK/decoy-slot.key"
+        "$TPMGUARD" seal --secret-file "$WORK/decoy-slot.key" --pcrs 7 --no-pin >"$WORK/decoy-token.json"
+        cryptsetup token import --json-file "$WORK/decoy-token.json" --key-slot 3 "$WORK/decoy.img"
+        expect_exit 1 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard -v "$WORK/decoy.img" </dev/null
+        expect_in "decoy volume is suspected" "$ERR$OUT"
+        # The victim's volume still unlocks with its PIN, and so does a second enrolled volume.
+        expect_exit 0 token_open <"$WORK/pin"
+        make_luks "$WORK/second.img"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/second.img"
+        expect_exit 0 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/second.img" <"$WORK/pin"
+        expect_exit 0 token_open <"$WORK/pin"
+        # A volume never enrolled here, with a token of its own: refused while bindings exist.
+        truncate -s 40M "$WORK/stranger.img"
+        cryptsetup luksFormat --type luks2 --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/attacker.key" "$WORK/stranger.img" >/dev/null
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/attacker.key" --new-key-slot 3 "$WORK/stranger.img" "$WORK/decoy-slot.key"
+        cryptsetup token import --json-file "$WORK/decoy-token.json" --key-slot 3 "$WORK/stranger.img"
+        expect_exit 1 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/stranger.img" </dev/null
+        expect_in "never enrolled on this machine" "$ERR$OUT"
+        recovery_opens "$WORK/disk.img"
 }
 
 test_case edited_token_never_unseals
@@ -151,6 +195,28 @@ validate_rejects_malformed_import() {
         echo '{"type":"tpmguard","keyslots":[],"version":1}' >"$WORK/bad.json"
         expect_exit 1 with_plugin cryptsetup token import --json-file "$WORK/bad.json" "$WORK/disk.img" ||
                 expect_exit 22 with_plugin cryptsetup token import --json-file "$WORK/bad.json" "$WORK/disk.img"
+}
+
+# Issue 14 §3: sealing to a PCR nothing was ever measured into is refused,
+# naming the PCR, unless asked for; once the PCR is extended it is accepted.
+test_case unextended_pcr_refused
+unextended_pcr_refused() {
+        tpm_setup
+        sed -i 's/^allow_unextended_pcrs = .*/allow_unextended_pcrs = no/' "$WORK/tpmguard.conf"
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        local before
+        before=$(sha256sum <"$WORK/disk.img")
+        expect_exit 2 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "PCR 7 (sha256) was never extended" "$ERR"
+        [ "$(sha256sum <"$WORK/disk.img")" = "$before" ]
+        head -c 32 /dev/urandom >"$WORK/secret"
+        expect_exit 0 "$TPMGUARD" seal --allow-unextended-pcrs --pcrs 7 --pin-file "$WORK/pin" --secret-file "$WORK/secret"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                "7:sha256=$(printf 'firmware measurement' | sha256sum | cut -d' ' -f1)"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_exit 0 token_open <"$WORK/pin"
 }
 
 run_cases

@@ -38,6 +38,16 @@ one_token_two_keyslots() {
 
 image_sum() { sha256sum "$WORK/disk.img" | cut -d' ' -f1; }
 
+# The PIN options command $1 takes (an option a command does not take is an
+# error): into the array PIN_OPTS.
+pin_opts() {
+        case $1 in
+        change-pin) PIN_OPTS=(--pin-file "$WORK/pin" --new-pin-file "$WORK/pin2") ;;
+        rotate|reseal) PIN_OPTS=(--pin-file "$WORK/pin") ;;
+        *) PIN_OPTS=() ;;
+        esac
+}
+
 epoch() { cryptsetup luksDump "$WORK/disk.img" | awk '/^Epoch:/ {print $2}'; }
 
 active_keyslots() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2'; }
@@ -201,7 +211,8 @@ two_tokens_need_token_option() {
         local before cmd
         before=$(image_sum)
         for cmd in rotate remove reseal change-pin; do
-                expect_exit 2 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                pin_opts "$cmd"
+                expect_exit 2 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/disk.img"
                 expect_in "2 tpmguard tokens: token 0 (keyslot 1), token 1 (keyslot 2)" "$ERR"
                 expect_in "--token" "$ERR"
         done
@@ -219,12 +230,15 @@ bad_devices_change_nothing() {
         "$TPMGUARD" provision >/dev/null
         printf '1234\n' >"$WORK/pin"
         local cmd
+        printf '5678\n' >"$WORK/pin2"
         for cmd in change-pin rotate reseal remove status cleanup; do
-                expect_exit 17 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/nonexistent.img"
+                pin_opts "$cmd"
+                expect_exit 17 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/nonexistent.img"
         done
         head -c 20M /dev/zero >"$WORK/plain.img"
         for cmd in change-pin rotate reseal remove status cleanup; do
-                expect_exit 2 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/plain.img"
+                pin_opts "$cmd"
+                expect_exit 2 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/plain.img"
                 expect_in "not a LUKS2 volume" "$ERR"
         done
         [ "$(sha256sum <"$WORK/plain.img" | cut -d' ' -f1)" = "$(head -c 20M /dev/zero | sha256sum | cut -d' ' -f1)" ]
@@ -232,7 +246,8 @@ bad_devices_change_nothing() {
         local before
         before=$(image_sum)
         for cmd in change-pin rotate reseal remove; do
-                expect_exit 17 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" "$WORK/disk.img"
+                pin_opts "$cmd"
+                expect_exit 17 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/disk.img"
                 expect_in "no tpmguard token" "$ERR"
         done
         [ "$(image_sum)" = "$before" ]
@@ -247,7 +262,8 @@ unprovisioned_changes_nothing() {
         local before cmd
         before=$(image_sum)
         for cmd in change-pin rotate reseal; do
-                expect_exit 4 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                pin_opts "$cmd"
+                expect_exit 4 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/disk.img"
                 expect_in "provision" "$ERR"
         done
         [ "$(image_sum)" = "$before" ]
@@ -270,7 +286,8 @@ locked_out_tpm_changes_nothing() {
         done
         [ "$(status_field 's["tpm"]["dictionary_attack"]["in_lockout"]')" = True ]
         for cmd in change-pin rotate reseal; do
-                expect_exit 13 "$TPMGUARD" "$cmd" --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+                pin_opts "$cmd"
+                expect_exit 13 "$TPMGUARD" "$cmd" "${PIN_OPTS[@]}" "$WORK/disk.img"
                 expect_in "lockout" "$ERR"
                 expect_in "nothing was changed" "$ERR"
         done
@@ -342,6 +359,45 @@ cleanup_keeps_foreign_keyslot() {
         cryptsetup open --test-passphrase --key-file "$WORK/second.key" "$WORK/disk.img"
         refute grep -q tpmguard-pending <(cryptsetup luksDump "$WORK/disk.img")
         pin_opens "$WORK/pin"
+}
+
+# Issue 14 §2: an evil maid edits only the token ("pin": false, "pcrs":
+# [23]). The unlock then fails with a reseal hint; following it must not
+# re-enrol the volume under the attacker's policy: reseal takes the policy
+# from the command line or tpmguard.conf, never from the header. rotate and
+# change-pin refuse to carry the weaker policy over, status and doctor say so.
+test_case header_edit_never_weakens_a_token
+header_edit_never_weakens_a_token() {
+        setup_enrolled
+        sed -i 's/^allow_no_pin = .*/allow_no_pin = no/' "$WORK/tpmguard.conf"
+        cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/token.json"
+        python3 - "$WORK/token.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pin"] = False
+t.pop("pin_kdf", None)
+t["pcrs"] = [23]
+json.dump(t, open(sys.argv[1], "w"))
+PY
+        cryptsetup token remove --token-id 0 "$WORK/disk.img"
+        cryptsetup token import --token-id 0 --json-file "$WORK/token.json" "$WORK/disk.img"
+        # status and doctor name the downgrade.
+        [ "$(status_field 's["tokens"][0]["weaker_than_config"]')" = True ]
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "WEAKER than the configuration" "$OUT"
+        # rotate and change-pin refuse to carry it over (exit 15, malformed/edited token).
+        expect_exit 15 "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "weaker than the configuration" "$ERR"
+        expect_exit 15 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+        # reseal with the recovery passphrase: the new token has the configured policy (PIN, PCR 7).
+        expect_exit 0 "$TPMGUARD" reseal --unlock-key-file "$WORK/recovery.key" --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "sha256 PCRs 7, PIN" "$OUT"
+        [ "$(status_field 's["tokens"][0]["pin"]')" = True ]
+        [ "$(status_field 's["tokens"][0]["pcrs"]')" = "[7]" ]
+        [ "$(status_field 's["tokens"][0]["weaker_than_config"]')" = False ]
+        pin_opens "$WORK/pin"
+        refute token_open </dev/null
+        recovery_opens "$WORK/disk.img"
 }
 
 run_cases

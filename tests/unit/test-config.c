@@ -9,6 +9,7 @@
 #include "config.h"
 #include "error.h"
 #include "log.h"
+#include "macro.h"
 
 static void test_defaults(void **state) {
         _cleanup_config_ tg_config *c = NULL;
@@ -44,6 +45,41 @@ static void test_all_keys(void **state) {
         assert_int_equal(c->kernel_null_name, TG_NULL_NAME_IF_AVAILABLE);
         assert_int_equal(c->pcr_bank, TPM2_ALG_SHA384);
         assert_int_equal(c->pcr_mask, (1u << 0) | (1u << 7) | (1u << 23));
+}
+
+/* config get prints what the parser decided, for every key, round trip. */
+static void test_get(void **state) {
+        static const char *keys[] = { "tcti", "state_dir", "null_name_path", "ek_ca", "cache_dir",
+                                      "kernel_null_name", "pcr_bank", "pcrs", "allow_no_pin", "pin_min_length",
+                                      "allow_unextended_pcrs" };
+        _cleanup_config_ tg_config *c = NULL, *again = NULL;
+        _cleanup_free_ char *text = NULL;
+        size_t len = 0;
+        char *v = NULL;
+
+        assert_int_equal(tg_config_parse("pcrs = 11,7\nkernel_null_name = if-available\npcr_bank = sha1\n", "test", &c), 0);
+        assert_int_equal(tg_config_get(c, "pcrs", &v), 0);
+        assert_string_equal(v, "7,11");
+        free(v);
+        assert_int_equal(tg_config_get(c, "null_name_path", &v), 0);
+        assert_string_equal(v, "");
+        free(v);
+        assert_int_equal(tg_config_get(c, "no_such_key", &v), -TG_ERR_INVALID);
+
+        /* Every key written back as "key = value" parses to the same values. */
+        text = calloc(1, 4096);
+        assert_non_null(text);
+        for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+                assert_int_equal(tg_config_get(c, keys[i], &v), 0);
+                if (*v)
+                        len += (size_t) snprintf(text + len, 4096 - len, "%s = %s\n", keys[i], v);
+                free(v);
+        }
+        assert_int_equal(tg_config_parse(text, "again", &again), 0);
+        assert_string_equal(again->tcti, c->tcti);
+        assert_int_equal(again->kernel_null_name, c->kernel_null_name);
+        assert_int_equal(again->pcr_bank, c->pcr_bank);
+        assert_int_equal(again->pcr_mask, c->pcr_mask);
 }
 
 static void test_rejects(void **state) {
@@ -84,6 +120,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_all_keys),
+                cmocka_unit_test(test_get),
                 cmocka_unit_test(test_rejects),
                 cmocka_unit_test(test_pcr_list),
         };

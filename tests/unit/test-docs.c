@@ -141,12 +141,16 @@ static void test_conf_as_shipped(void **state) {
         assert_int_equal(shipped->kernel_null_name, defaults->kernel_null_name);
         assert_int_equal(shipped->pcr_bank, defaults->pcr_bank);
         assert_int_equal(shipped->pcr_mask, defaults->pcr_mask);
+        assert_int_equal(shipped->allow_no_pin, defaults->allow_no_pin);
+        assert_int_equal(shipped->pin_min_length, defaults->pin_min_length);
+        assert_int_equal(shipped->allow_unextended_pcrs, defaults->allow_unextended_pcrs);
         free(text);
 }
 
 static void test_conf_uncommented(void **state) {
         static const char *const settings[] = {
                 "tcti", "kernel_null_name", "null_name_path", "ek_ca", "state_dir", "cache_dir", "pcr_bank", "pcrs",
+                "allow_no_pin", "pin_min_length", "allow_unextended_pcrs",
         };
         _cleanup_config_ tg_config *all = NULL, *defaults = NULL;
         char *text = read_text(conf_path), *out = calloc(1, strlen(text) + 1), *save = NULL;
@@ -183,6 +187,9 @@ static void test_conf_uncommented(void **state) {
         assert_int_equal(all->kernel_null_name, defaults->kernel_null_name);
         assert_int_equal(all->pcr_bank, defaults->pcr_bank);
         assert_int_equal(all->pcr_mask, defaults->pcr_mask);
+        assert_int_equal(all->allow_no_pin, defaults->allow_no_pin);
+        assert_int_equal(all->pin_min_length, defaults->pin_min_length);
+        assert_int_equal(all->allow_unextended_pcrs, defaults->allow_unextended_pcrs);
         free(out);
         free(text);
 }

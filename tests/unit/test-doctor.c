@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "crypttab.h"
 #include "doctor.h"
 #include "error.h"
 #include "log.h"

@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stddef.h>
+
+/*
+ * The devices listed in a crypttab file, in order, as paths: UUID=, PARTUUID=,
+ * LABEL=, PARTLABEL= and ID= become /dev/disk/by-*. Comments and blank lines
+ * are skipped; a line with fewer than two fields is an error naming the line.
+ * A missing file gives an empty list.
+ */
+int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n);
+void tg_strv_free(char **v, size_t n);

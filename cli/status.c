@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tpmguard status: the state of a volume and of the TPM, read without
+ * changing anything and without unsealing. The header is attacker-editable,
+ * so what it says is reported, never acted on; the PCR policy state is the
+ * policy digest recomputed from PCR values read over the verified TPM.
+ */
+#include <errno.h>
+
+#include "error.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "luks.h"
+#include "nullname.h"
+#include "pinned.h"
+#include "policy.h"
+#include "status.h"
+#include "token.h"
+#include "tpm.h"
+#include "util.h"
+#include "verify.h"
+
+/* "satisfied", "not-satisfied", or an error id: the policy digest recomputed from the current PCR values. */
+static const char *policy_state(tg_verified_tpm *v, const tg_token *t) {
+        bool satisfied;
+
+        if (!v || tg_token_policy_satisfied(v, t, &satisfied) < 0)
+                return "unknown";
+        return satisfied ? "satisfied" : "not-satisfied";
+}
+
+static json_object *json_pcr_list(uint32_t mask) {
+        json_object *a = json_object_new_array();
+
+        for (int i = 0; a && i < TG_PCR_COUNT; i++)
+                if (mask & (UINT32_C(1) << i))
+                        json_object_array_add(a, json_object_new_int(i));
+        return a;
+}
+
+static json_object *status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
+        json_object *o = json_object_new_object(), *da_json = NULL;
+        _cleanup_tpm_ tg_tpm *tpm = NULL;
+        tg_verify_report report = {};
+        tg_pinned_key pinned;
+        TPM2B_NAME kernel_name;
+        tg_da_state da;
+        int r, da_r = -TG_ERR_TPM_UNREACHABLE;
+
+        if (!o)
+                return NULL;
+        json_object_object_add(o, "provisioned", json_object_new_boolean(tg_pinned_key_load(config->state_dir, &pinned) >= 0));
+        json_object_object_add(o, "kernel_null_name", json_object_new_string(
+                tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) >= 0 ? "present" : "absent"));
+        json_object_object_add(o, "kernel_null_name_policy",
+                               json_object_new_string(tg_null_name_policy_to_string(config->kernel_null_name)));
+        r = tg_verify(config, NULL, &report, ret_v);
+        json_object_object_add(o, "verification", json_object_new_string(r >= 0 ? "verified" : tg_err_id(r)));
+        if (r < 0)
+                json_object_object_add(o, "verification_message", json_object_new_string(tg_err_str(r)));
+
+        /* The DA state is no secret: read it over the verified TPM, or else directly. */
+        if (*ret_v)
+                da_r = tg_tpm_da_state(tg_vtpm_esys(*ret_v), &da);
+        else if (tg_tpm_open(config->tcti, &tpm) >= 0)
+                da_r = tg_tpm_da_state(tpm->esys, &da);
+        if (da_r >= 0 && (da_json = json_object_new_object())) {
+                json_object_object_add(da_json, "in_lockout", json_object_new_boolean(da.in_lockout));
+                json_object_object_add(da_json, "failures", json_object_new_int64(da.failures));
+                json_object_object_add(da_json, "max_failures", json_object_new_int64(da.max_failures));
+                json_object_object_add(da_json, "recovery_seconds", json_object_new_int64(da.recovery_seconds));
+                json_object_object_add(da_json, "lockout_recovery_seconds", json_object_new_int64(da.lockout_recovery_seconds));
+        }
+        json_object_object_add(o, "dictionary_attack", da_json);
+        return o;
+}
+
+int tg_status(const tg_config *config, const char *device, json_object **ret) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *cleanup_cmd = NULL;
+        json_object *tokens = json_object_new_array(), *keyslots = json_object_new_array(),
+                    *pending = json_object_new_array(), *orphans = json_object_new_array(), *tpm;
+        int r;
+
+        if (!o || !tokens || !keyslots || !pending || !orphans) {
+                json_object_put(tokens);
+                json_object_put(keyslots);
+                json_object_put(pending);
+                json_object_put(orphans);
+                return -TG_ERR_NOMEM;
+        }
+        json_object_object_add(o, "device", json_object_new_string(device));
+        json_object_object_add(o, "tokens", tokens);
+        json_object_object_add(o, "keyslots", keyslots);
+        json_object_object_add(o, "pending", pending);
+        json_object_object_add(o, "orphans", orphans);
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        r = tg_asprintf(&cleanup_cmd, "tpmguard cleanup %s", device);
+        if (r < 0)
+                return r;
+
+        tpm = status_tpm(config, &v);
+        if (!tpm)
+                return -TG_ERR_NOMEM;
+        json_object_object_add(o, "tpm", tpm);
+
+        for (int id = 0; id < tg_luks_tokens_max(); id++) {
+                json_object *e;
+                tg_token t;
+
+                if (tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE)) {
+                        e = json_object_new_object();
+                        if (!e)
+                                return -TG_ERR_NOMEM;
+                        json_object_array_add(tokens, e);
+                        json_object_object_add(e, "token", json_object_new_int(id));
+                        if (tg_luks_token_load(cd, id, &t) < 0) {
+                                json_object_object_add(e, "valid", json_object_new_boolean(false));
+                                continue;
+                        }
+                        json_object_object_add(e, "valid", json_object_new_boolean(true));
+                        json_object_object_add(e, "keyslot", t.keyslot >= 0 ? json_object_new_int(t.keyslot) : NULL);
+                        json_object_object_add(e, "pcr_bank", json_object_new_string(tg_pcr_bank_to_string(t.pcr_bank)));
+                        json_object_object_add(e, "pcrs", json_pcr_list(t.pcr_mask));
+                        json_object_object_add(e, "pin", json_object_new_boolean(t.pin));
+                        if (t.pin)
+                                json_object_object_add(e, "pin_kdf_iterations", json_object_new_int64(t.pin_kdf_iterations));
+                        json_object_object_add(e, "pcr_policy", json_object_new_string(policy_state(v, &t)));
+                        {
+                                /* The header is attacker-writable: a token weaker than
+                                 * tpmguard.conf may have been edited (issue 14 §2). */
+                                char why[256];
+                                bool weaker = tg_token_policy_weaker(&t, config, why, sizeof why);
+                                json_object_object_add(e, "weaker_than_config", json_object_new_boolean(weaker));
+                                if (weaker)
+                                        json_object_object_add(e, "weaker_reason", json_object_new_string(why));
+                        }
+                        if (!tg_luks_keyslot_active(cd, t.keyslot)) {
+                                json_object *orphan = json_object_new_object();
+                                if (!orphan)
+                                        return -TG_ERR_NOMEM;
+                                json_object_object_add(orphan, "token", json_object_new_int(id));
+                                json_object_object_add(orphan, "reason", json_object_new_string("token without a keyslot"));
+                                json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
+                                json_object_array_add(orphans, orphan);
+                        }
+                        explicit_bzero(&t, sizeof t);
+                } else if (tg_luks_token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
+                        const char *json = NULL;
+                        tg_pending_marker m;
+                        tg_marker_plan p;
+
+                        e = json_object_new_object();
+                        if (!e)
+                                return -TG_ERR_NOMEM;
+                        json_object_array_add(pending, e);
+                        json_object_object_add(e, "marker_token", json_object_new_int(id));
+                        json_object_object_add(e, "cleanup", json_object_new_string(cleanup_cmd));
+                        if (crypt_token_json_get(cd, id, &json) < 0 || tg_pending_marker_from_string(json, &m) < 0) {
+                                json_object_object_add(e, "valid", json_object_new_boolean(false));
+                                continue;
+                        }
+                        tg_pending_marker_plan(cd, id, &m, &p);
+                        json_object_object_add(e, "valid", json_object_new_boolean(true));
+                        json_object_object_add(e, "operation", json_object_new_string(m.operation));
+                        json_object_object_add(e, "token", json_object_new_int(m.token));
+                        json_object_object_add(e, "old_keyslot", json_object_new_int(m.old_keyslot));
+                        json_object_object_add(e, "new_keyslot", json_object_new_int(m.new_keyslot));
+                        json_object_object_add(e, "resolution", json_object_new_string(p.roll_forward ? "complete" : "undo"));
+                        if (p.leftover_keyslot >= 0) {
+                                json_object *orphan = json_object_new_object();
+                                if (!orphan)
+                                        return -TG_ERR_NOMEM;
+                                json_object_object_add(orphan, "keyslot", json_object_new_int(p.leftover_keyslot));
+                                json_object_object_add(orphan, "reason", json_object_new_string(
+                                        p.roll_forward ? "old keyslot of an interrupted operation"
+                                                       : "new keyslot of an interrupted operation"));
+                                json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
+                                json_object_array_add(orphans, orphan);
+                        }
+                }
+        }
+
+        for (int k = 0; k < tg_luks_keyslots_max(); k++) {
+                json_object *e, *users;
+                if (!tg_luks_keyslot_active(cd, k))
+                        continue;
+                e = json_object_new_object();
+                users = json_object_new_array();
+                if (!e || !users) {
+                        json_object_put(e);
+                        json_object_put(users);
+                        return -TG_ERR_NOMEM;
+                }
+                json_object_object_add(e, "keyslot", json_object_new_int(k));
+                for (int id = 0; id < tg_luks_tokens_max(); id++)
+                        if (tg_luks_token_references(cd, id, k))
+                                json_object_array_add(users, json_object_new_int(id));
+                json_object_object_add(e, "tokens", users);
+                json_object_array_add(keyslots, e);
+        }
+
+        json_object_object_add(o, "cleanup_needed", json_object_new_boolean(
+                json_object_array_length(pending) > 0 || json_object_array_length(orphans) > 0));
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+void tg_status_print(json_object *s, FILE *f) {
+        json_object *v, *tokens, *keyslots, *pending, *orphans, *tpm, *da;
+
+        json_object_object_get_ex(s, "device", &v);
+        fprintf(f, "Volume %s\n", json_object_get_string(v));
+        json_object_object_get_ex(s, "tokens", &tokens);
+        if (json_object_array_length(tokens) == 0)
+                fprintf(f, "  no tpmguard token\n");
+        for (size_t i = 0; i < json_object_array_length(tokens); i++) {
+                json_object *t = json_object_array_get_idx(tokens, i), *x, *pcrs;
+                json_object_object_get_ex(t, "token", &x);
+                fprintf(f, "  token %d:", json_object_get_int(x));
+                if (json_object_object_get_ex(t, "valid", &x) && !json_object_get_boolean(x)) {
+                        fprintf(f, " malformed\n");
+                        continue;
+                }
+                if (json_object_object_get_ex(t, "keyslot", &x) && x)
+                        fprintf(f, " keyslot %d,", json_object_get_int(x));
+                else
+                        fprintf(f, " no keyslot,");
+                json_object_object_get_ex(t, "pcr_bank", &x);
+                fprintf(f, " %s PCRs", json_object_get_string(x));
+                json_object_object_get_ex(t, "pcrs", &pcrs);
+                for (size_t k = 0; k < json_object_array_length(pcrs); k++)
+                        fprintf(f, "%s%d", k ? "," : " ", json_object_get_int(json_object_array_get_idx(pcrs, k)));
+                json_object_object_get_ex(t, "pin", &x);
+                fprintf(f, ", %s", json_object_get_boolean(x) ? "PIN" : "no PIN");
+                json_object_object_get_ex(t, "pcr_policy", &x);
+                fprintf(f, ", current PCR values: %s\n", json_object_get_string(x));
+                if (json_object_object_get_ex(t, "weaker_reason", &x))
+                        fprintf(f, "    WEAKER than the configuration: %s (possibly edited in the header)\n",
+                                json_object_get_string(x));
+        }
+        json_object_object_get_ex(s, "keyslots", &keyslots);
+        fprintf(f, "  keyslots:");
+        for (size_t i = 0; i < json_object_array_length(keyslots); i++) {
+                json_object *k = json_object_array_get_idx(keyslots, i), *x, *users;
+                json_object_object_get_ex(k, "keyslot", &x);
+                json_object_object_get_ex(k, "tokens", &users);
+                fprintf(f, " %d%s", json_object_get_int(x),
+                        json_object_array_length(users) ? "(token)" : "(passphrase)");
+        }
+        fprintf(f, "\n");
+        json_object_object_get_ex(s, "pending", &pending);
+        for (size_t i = 0; i < json_object_array_length(pending); i++) {
+                json_object *p = json_object_array_get_idx(pending, i), *x, *y;
+                json_object_object_get_ex(p, "marker_token", &x);
+                if (json_object_object_get_ex(p, "operation", &y))
+                        fprintf(f, "  interrupted %s (marker token %d)\n", json_object_get_string(y), json_object_get_int(x));
+                else
+                        fprintf(f, "  malformed pending marker (token %d)\n", json_object_get_int(x));
+        }
+        json_object_object_get_ex(s, "orphans", &orphans);
+        for (size_t i = 0; i < json_object_array_length(orphans); i++) {
+                json_object *p = json_object_array_get_idx(orphans, i), *x, *why;
+                json_object_object_get_ex(p, "reason", &why);
+                if (json_object_object_get_ex(p, "keyslot", &x))
+                        fprintf(f, "  orphan keyslot %d (%s)\n", json_object_get_int(x), json_object_get_string(why));
+                else if (json_object_object_get_ex(p, "token", &x))
+                        fprintf(f, "  orphan token %d (%s)\n", json_object_get_int(x), json_object_get_string(why));
+        }
+        if (json_object_object_get_ex(s, "cleanup_needed", &v) && json_object_get_boolean(v)) {
+                json_object_object_get_ex(s, "device", &v);
+                fprintf(f, "  clean up with: tpmguard cleanup %s\n", json_object_get_string(v));
+        }
+        json_object_object_get_ex(s, "tpm", &tpm);
+        json_object_object_get_ex(tpm, "provisioned", &v);
+        fprintf(f, "TPM: %s", json_object_get_boolean(v) ? "provisioned" : "not provisioned");
+        json_object_object_get_ex(tpm, "verification", &v);
+        fprintf(f, ", verification: %s", json_object_get_string(v));
+        json_object_object_get_ex(tpm, "kernel_null_name", &v);
+        fprintf(f, ", kernel null_name: %s", json_object_get_string(v));
+        json_object_object_get_ex(tpm, "kernel_null_name_policy", &v);
+        fprintf(f, " (policy: %s)\n", json_object_get_string(v));
+        if (json_object_object_get_ex(tpm, "dictionary_attack", &da) && da) {
+                json_object *lock, *fails, *max, *rec;
+                json_object_object_get_ex(da, "in_lockout", &lock);
+                json_object_object_get_ex(da, "failures", &fails);
+                json_object_object_get_ex(da, "max_failures", &max);
+                json_object_object_get_ex(da, "recovery_seconds", &rec);
+                fprintf(f, "DA: %s, %d of %d failures, one forgiven every %d s\n",
+                        json_object_get_boolean(lock) ? "IN LOCKOUT" : "not locked out",
+                        json_object_get_int(fails), json_object_get_int(max), json_object_get_int(rec));
+        } else
+                fprintf(f, "DA: unknown (TPM unreachable)\n");
+}

@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "json-util.h"
+#include "util.h"
+
+static const char *type_phrase(json_type type) {
+        switch (type) {
+        case json_type_int:     return "an integer";
+        case json_type_string:  return "a string";
+        case json_type_array:   return "an array";
+        case json_type_object:  return "an object";
+        case json_type_boolean: return "a boolean";
+        case json_type_double:  return "a number";
+        default:                return "null";
+        }
+}
+
+int tg_json_get(json_object *o, const char *key, json_type type, bool required, json_object **ret,
+                char *problem, size_t problem_size) {
+        json_object *v = NULL;
+
+        if (!o || !json_object_object_get_ex(o, key, &v)) {
+                if (required) {
+                        snprintf(problem, problem_size, "missing");
+                        return -TG_ERR_INVALID;
+                }
+                *ret = NULL;
+                return 0;
+        }
+        /* json-c calls an explicit null "no object": it is never of the wanted type. */
+        if (!v || !json_object_is_type(v, type)) {
+                snprintf(problem, problem_size, "must be %s, not %s", type_phrase(type),
+                         type_phrase(v ? json_object_get_type(v) : json_type_null));
+                return -TG_ERR_INVALID;
+        }
+        *ret = v;
+        return 0;
+}
+
+int tg_json_get_int(json_object *o, const char *key, int64_t min, int64_t max, bool required, int64_t *ret,
+                    bool *ret_present, char *problem, size_t problem_size) {
+        json_object *v;
+        int64_t n;
+        int r;
+
+        r = tg_json_get(o, key, json_type_int, required, &v, problem, problem_size);
+        if (r < 0)
+                return r;
+        if (!v) {
+                if (ret_present)
+                        *ret_present = false;
+                return 0;
+        }
+        /* json-c saturates at INT64_MIN/INT64_MAX: a value out of int64 is out of any range we accept. */
+        n = json_object_get_int64(v);
+        if (n < min || n > max) {
+                snprintf(problem, problem_size, "%" PRId64 " is out of range %" PRId64 "..%" PRId64, n, min, max);
+                return -TG_ERR_INVALID;
+        }
+        *ret = n;
+        if (ret_present)
+                *ret_present = true;
+        return 0;
+}
+
+int tg_json_get_hex(json_object *o, const char *key, size_t min_size, size_t max_size, bool required, uint8_t **ret,
+                    size_t *ret_size, char *problem, size_t problem_size) {
+        _cleanup_free_ uint8_t *bytes = NULL;
+        json_object *v;
+        const char *s;
+        size_t len, n = 0;
+        int r;
+
+        r = tg_json_get(o, key, json_type_string, required, &v, problem, problem_size);
+        if (r < 0)
+                return r;
+        if (!v) {
+                *ret = NULL;
+                *ret_size = 0;
+                return 0;
+        }
+        s = json_object_get_string(v);
+        len = (size_t) json_object_get_string_len(v);
+        /* Length checked before decoding: the decoder never sees an oversized field. */
+        if (len % 2 != 0 || len / 2 < min_size || len / 2 > max_size) {
+                if (min_size == max_size)
+                        snprintf(problem, problem_size, "%zu hex digits, expected %zu (%zu bytes)", len, 2 * min_size,
+                                 min_size);
+                else
+                        snprintf(problem, problem_size, "%zu hex digits, expected %zu to %zu", len, 2 * min_size,
+                                 2 * max_size);
+                return -TG_ERR_INVALID;
+        }
+        if (strlen(s) != len) {
+                snprintf(problem, problem_size, "contains a NUL byte");
+                return -TG_ERR_INVALID;
+        }
+        r = tg_hex_decode(s, len, &bytes, &n);
+        if (r == -TG_ERR_NOMEM)
+                return r;
+        if (r < 0 || n != len / 2) {
+                snprintf(problem, problem_size, "not a hex string");
+                return -TG_ERR_INVALID;
+        }
+        *ret = TAKE_PTR(bytes);
+        *ret_size = n;
+        return 0;
+}
