@@ -126,11 +126,11 @@ sanitizer_reports() {
 run_cases() {
         # TPMGUARD_CASES="a b": only those cases (when working on one).
         if [ -n "${TPMGUARD_CASES:-}" ]; then
-                local want=() k
+                local selected=() k
                 for k in "${_tap_cases[@]}"; do
-                        case " $TPMGUARD_CASES " in *" $k "*) want+=("$k") ;; esac
+                        case " $TPMGUARD_CASES " in *" $k "*) selected+=("$k") ;; esac
                 done
-                _tap_cases=("${want[@]}")
+                _tap_cases=("${selected[@]}")
         fi
         echo "1..${#_tap_cases[@]}"
         local c rc base_asan=${ASAN_OPTIONS:-} base_ubsan=${UBSAN_OPTIONS:-}
