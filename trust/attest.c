@@ -55,7 +55,8 @@
  * sign external data that starts with that magic. This is why the signer
  * public key must carry the EK signing key template, not merely be P-256.
  *
- * Order of checks. We parse strictly first: the parser is bounds checked and
+ * Order of checks. We parse strictly first (the magic from the raw bytes,
+ * then the whole structure): the parser is bounds checked and
  * it is the only code that touches the bytes before they are authenticated,
  * and a structure that does not parse exactly is rejected without further
  * work. Then we verify the signature over the raw attestationData bytes as
@@ -266,6 +267,23 @@ int tg_certify_verify(const TPM2B_ATTEST *attest, const TPMT_SIGNATURE *sig,
                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                     "Attestation claims %u bytes, more than a TPM2B_ATTEST holds: interposer suspected.",
                                     attest->size);
+        /* The magic is read from the raw bytes, before the parser: tpm2-tss >= 4.0.2
+         * (Debian 13's 4.1; the CVE-2024-29040 fix) rejects a wrong magic inside
+         * Tss2_MU_TPMS_ATTEST_Unmarshal, tpm2-tss 3.2 (Debian 12) accepts it and leaves
+         * the check to us. Checking first refuses it on both, with the same alert. A
+         * restricted signing key never signs external data that starts with the magic,
+         * so data without it is no attestation the TPM made (stops an interposer handing
+         * us a TPM2_Sign signature over bytes of its choosing). */
+        if (attest->size >= sizeof(uint32_t)) {
+                uint32_t magic = (uint32_t) attest->attestationData[0] << 24 |
+                                 (uint32_t) attest->attestationData[1] << 16 |
+                                 (uint32_t) attest->attestationData[2] << 8 |
+                                 (uint32_t) attest->attestationData[3];
+                if (magic != TPM2_GENERATED_VALUE)
+                        return log_alert_rc(-TG_ERR_INTERPOSER,
+                                            "Attestation magic is 0x%08" PRIx32 ", not TPM_GENERATED_VALUE: the data "
+                                            "was not made by the TPM. Interposer suspected.", magic);
+        }
         rc = Tss2_MU_TPMS_ATTEST_Unmarshal(attest->attestationData, attest->size, &off, &a);
         if (rc != TSS2_RC_SUCCESS)
                 return log_alert_rc(-TG_ERR_INTERPOSER,
@@ -286,10 +304,6 @@ int tg_certify_verify(const TPM2B_ATTEST *attest, const TPMT_SIGNATURE *sig,
                 return r;
 
         /* 3. Compare what the genuine TPM signed with what we asked it for. */
-        if (a.magic != TPM2_GENERATED_VALUE)
-                return log_alert_rc(-TG_ERR_INTERPOSER,
-                                    "Attestation magic is 0x%08x, not TPM_GENERATED_VALUE: the signed data was not "
-                                    "made by the TPM. Interposer suspected.", a.magic);
         if (a.type != TPM2_ST_ATTEST_CERTIFY)
                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                     "Attestation is of type 0x%04x, not a TPM2_Certify result: interposer suspected.",

@@ -10,15 +10,22 @@
  * failure.
  *
  *   bench-token-open --plugin SO --type TOKEN_TYPE --pin-file FILE
- *                    [--systemd-device TCTI] [--iterations N] [--remove-before-each FILE] IMAGE
+ *                    [--systemd-device TCTI --systemd-version N] [--iterations N]
+ *                    [--remove-before-each FILE] IMAGE
  *
  * The PIN comes from a file, never argv or the environment. Prints one JSON
  * object: {"ms": [t1, t2, ...]}. Exits 0 only when every open unlocked.
  *
- * systemd 252's plugin takes its device through usrptr, as
- * systemd_tpm2_plugin_params (src/shared/tpm2-util.h in v252):
- * { uint32_t search_pcr_mask; const char *device; const char *signature_path; }.
- * systemd-cryptsetup passes search_pcr_mask = UINT32_MAX ("any PCRs").
+ * systemd's plugin takes its device through usrptr, as a
+ * systemd_tpm2_plugin_params (src/shared/tpm2-util.h) whose layout depends on
+ * the systemd version, so --systemd-version is required with --systemd-device
+ * and the struct of exactly that version is passed; the plugin reads the
+ * whole struct it was built with, so a shorter one would be read past:
+ *   v252..v254: { uint32_t search_pcr_mask; const char *device; const char *signature_path; }
+ *   v255..v257: the same, then const char *pcrlock_path (systemd-pcrlock, v255)
+ * Versions outside 252..257 are refused rather than guessed at.
+ * systemd-cryptsetup passes search_pcr_mask = UINT32_MAX ("any PCRs") and
+ * NULL paths (the plugin's defaults).
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -38,6 +45,16 @@ typedef struct systemd_v252_tpm2_plugin_params {
         const char *device;
         const char *signature_path;
 } systemd_v252_tpm2_plugin_params;
+
+typedef struct systemd_v255_tpm2_plugin_params {
+        uint32_t search_pcr_mask;
+        const char *device;
+        const char *signature_path;
+        const char *pcrlock_path;
+} systemd_v255_tpm2_plugin_params;
+
+#define SYSTEMD_VERSION_MIN 252
+#define SYSTEMD_VERSION_MAX 257
 
 typedef int (*token_open_pin_fn)(struct crypt_device *cd, int token, const char *pin, size_t pin_size,
                                  char **buffer, size_t *buffer_len, void *usrptr);
@@ -87,7 +104,7 @@ static int find_token(struct crypt_device *cd, const char *type) {
 
 static void usage(void) {
         fprintf(stderr, "usage: bench-token-open --plugin SO --type TOKEN_TYPE --pin-file FILE "
-                        "[--systemd-device TCTI] [--iterations N] [--remove-before-each FILE] IMAGE\n");
+                        "[--systemd-device TCTI --systemd-version N] [--iterations N] [--remove-before-each FILE] IMAGE\n");
 }
 
 int main(int argc, char *argv[]) {
@@ -96,6 +113,7 @@ int main(int argc, char *argv[]) {
                 { "type", required_argument, NULL, 't' },
                 { "pin-file", required_argument, NULL, 'P' },
                 { "systemd-device", required_argument, NULL, 'd' },
+                { "systemd-version", required_argument, NULL, 'v' },
                 { "iterations", required_argument, NULL, 'n' },
                 { "remove-before-each", required_argument, NULL, 'r' },
                 {}
@@ -103,7 +121,10 @@ int main(int argc, char *argv[]) {
         _cleanup_(crypt_freep) struct crypt_device *cd = NULL;
         _cleanup_(dlclosep) void *plugin = NULL;
         const char *plugin_path = NULL, *type = NULL, *pin_path = NULL, *device = NULL, *remove_path = NULL;
-        systemd_v252_tpm2_plugin_params sd_params = { .search_pcr_mask = UINT32_MAX };
+        systemd_v252_tpm2_plugin_params sd252 = { .search_pcr_mask = UINT32_MAX };
+        systemd_v255_tpm2_plugin_params sd255 = { .search_pcr_mask = UINT32_MAX };
+        void *sd_params = NULL;
+        long systemd_version = 0;
         token_open_pin_fn open_pin;
         token_buffer_free_fn buffer_free;
         char pin[256];
@@ -118,6 +139,9 @@ int main(int argc, char *argv[]) {
                 case 'P': pin_path = optarg; break;
                 case 'd': device = optarg; break;
                 case 'r': remove_path = optarg; break;
+                case 'v':
+                        systemd_version = strtol(optarg, NULL, 10);
+                        break;
                 case 'n':
                         iterations = strtol(optarg, NULL, 10);
                         if (iterations < 1 || iterations > 1000) {
@@ -129,9 +153,24 @@ int main(int argc, char *argv[]) {
                         usage();
                         return 2;
                 }
-        if (!plugin_path || !type || !pin_path || optind + 1 != argc) {
+        if (!plugin_path || !type || !pin_path || optind + 1 != argc || (device && !systemd_version)) {
                 usage();
                 return 2;
+        }
+        if (device) {
+                if (systemd_version < SYSTEMD_VERSION_MIN || systemd_version > SYSTEMD_VERSION_MAX) {
+                        fprintf(stderr, "bench-token-open: systemd %ld: its plugin's parameter struct is not known "
+                                        "here (known: %d..%d); add its layout to bench-token-open.c\n",
+                                systemd_version, SYSTEMD_VERSION_MIN, SYSTEMD_VERSION_MAX);
+                        return 2;
+                }
+                if (systemd_version >= 255) {
+                        sd255.device = device;
+                        sd_params = &sd255;
+                } else {
+                        sd252.device = device;
+                        sd_params = &sd252;
+                }
         }
 
         r = read_pin(pin_path, pin, sizeof pin, &pin_len);
@@ -165,7 +204,6 @@ int main(int argc, char *argv[]) {
                 fprintf(stderr, "bench-token-open: no token of type %s in %s\n", type, argv[optind]);
                 return 1;
         }
-        sd_params.device = device;
 
         printf("{\"ms\": [");
         for (long i = 0; i < iterations; i++) {
@@ -178,7 +216,7 @@ int main(int argc, char *argv[]) {
                         return 1;
                 }
                 t0 = now_ms();
-                r = open_pin(cd, token, pin, pin_len, &buffer, &buffer_len, device ? &sd_params : NULL);
+                r = open_pin(cd, token, pin, pin_len, &buffer, &buffer_len, sd_params);
                 t1 = now_ms();
                 if (r < 0) {
                         fprintf(stderr, "bench-token-open: token %d (%s) did not open: %s\n", token, type, strerror(-r));

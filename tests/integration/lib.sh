@@ -183,15 +183,51 @@ setup_enrolled_common() {
 
 setup_enrolled() { setup_enrolled_common "$@"; }
 
-# Runs a command in a private mount namespace in which libcryptsetup's
-# compiled-in token directory holds our freshly built plugin (libcryptsetup
-# 2.6 has no --external-tokens-path). Nothing leaks into the host's mounts.
+# Runs a command (cryptsetup, or a wrapper such as valgrind around it) with
+# libcryptsetup loading tokens from a directory that holds only our freshly
+# built plugin:
+#   - cryptsetup >= 2.7 (Debian 13) has --external-tokens-path: it is inserted
+#     after the cryptsetup word of the command;
+#   - cryptsetup 2.6 (Debian 12) has no such option: the command runs in a
+#     private mount namespace in which the compiled-in token directory is
+#     bind-mounted over. Nothing leaks into the host's mounts.
+# Which of the two is used depends on what cryptsetup --help offers, never on
+# the release's name.
+cryptsetup_has_external_tokens_path() {
+        if [ -z "${_TG_EXT_TOKENS_PATH:-}" ]; then
+                local help
+                # Not piped into grep -q: under pipefail its early exit would fail the pipe.
+                help=$(cryptsetup --help 2>/dev/null) || true
+                _TG_EXT_TOKENS_PATH=no
+                case $help in *--external-tokens-path*) _TG_EXT_TOKENS_PATH=yes ;; esac
+        fi
+        [ "$_TG_EXT_TOKENS_PATH" = yes ]
+}
+
 with_plugin() {
-        local plugdir="$WORK/tokendir"
+        local plugdir="$WORK/tokendir" a inserted=
+        local cmd=()
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
-        # A sanitized plugin (build-asan) needs the ASan runtime preloaded
-        # into the uninstrumented cryptsetup; only the final command gets it.
+        if cryptsetup_has_external_tokens_path; then
+                for a in "$@"; do
+                        cmd+=("$a")
+                        if [ -z "$inserted" ] && [ "${a##*/}" = cryptsetup ]; then
+                                cmd+=(--external-tokens-path "$plugdir")
+                                inserted=1
+                        fi
+                done
+                [ -n "$inserted" ] || { echo "# with_plugin: no cryptsetup in: $*" >&2; return 125; }
+                # A sanitized plugin (build-asan) needs the ASan runtime preloaded
+                # into the uninstrumented cryptsetup; only the final command gets it.
+                env ${LD_PRELOAD_ASAN:+LD_PRELOAD="$LD_PRELOAD_ASAN"} "${cmd[@]}"
+                return
+        fi
+        if [ ! -d "$TPMGUARD_SYSTEM_TOKENDIR" ]; then
+                echo "# with_plugin: cryptsetup has no --external-tokens-path and its token directory" \
+                        "$TPMGUARD_SYSTEM_TOKENDIR does not exist to be bind-mounted over" >&2
+                return 125
+        fi
         # shellcheck disable=SC2016 # expanded by the inner sh
         unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec env ${LD_PRELOAD_ASAN:+LD_PRELOAD="$LD_PRELOAD_ASAN"} "$@"' \
                 "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"

@@ -255,6 +255,32 @@ static void test_wrong_magic(void **state) {
         expect_signed(f, -TG_ERR_INTERPOSER, "magic");
 }
 
+/* Shorter than the magic itself: the parser refuses it, whatever the tpm2-tss version. */
+static void test_shorter_than_magic(void **state) {
+        fixture *f = *state;
+        TPM2B_ATTEST a;
+        TPMT_SIGNATURE sig;
+
+        marshal(&f->attest, &a);
+        a.size = 3;
+        sign(f->key, &a, &sig);
+        expect(f, &a, &sig, &f->signer, f->nonce, sizeof f->nonce, -TG_ERR_INTERPOSER, "malformed");
+}
+
+/* A wrong magic is refused as such before anything else is looked at: with
+ * an unsigned (forged) attestation too, on tpm2-tss 3.2 and 4.x alike. */
+static void test_wrong_magic_unsigned(void **state) {
+        fixture *f = *state;
+        TPM2B_ATTEST a;
+        TPMT_SIGNATURE sig;
+
+        f->attest.magic = 0;
+        marshal(&f->attest, &a);
+        sign(f->key, &a, &sig);
+        a.attestationData[a.size - 1] ^= 1;
+        expect(f, &a, &sig, &f->signer, f->nonce, sizeof f->nonce, -TG_ERR_INTERPOSER, "magic is 0x00000000");
+}
+
 static void test_wrong_type(void **state) {
         fixture *f = *state;
         /* A quote with the same header: the union is re-interpreted by type. */
@@ -578,6 +604,8 @@ int main(void) {
                 cmocka_unit_test_setup_teardown(test_oversized_tpm2b, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_bad_safe_flag, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wrong_magic, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_shorter_than_magic, setup, teardown),
+                cmocka_unit_test_setup_teardown(test_wrong_magic_unsigned, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wrong_type, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_wrong_nonce, setup, teardown),
                 cmocka_unit_test_setup_teardown(test_nonce_length, setup, teardown),
