@@ -44,6 +44,7 @@
  * the recorded null_name.
  */
 #define OPENSSL_SUPPRESS_DEPRECATED /* RAND_set_rand_method: test builds only, see above */
+#include <ftw.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <openssl/rand.h>
@@ -222,6 +223,17 @@ static int tgr_pin(tg_secret **ret) {
  * operation's result (0 or -TG_ERR_*); aborts when the oracle fails.
  * record_dir: when recording, where 'S' writes token.json and 'P' the pinned key.
  */
+/* Every scenario starts from an empty scratch directory: what an earlier run
+ * left there (the pinned key, the lockout password, the boot anchor, the
+ * per-boot cache) would change the commands a later run sends. */
+static int tgr_scratch_rm(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        (void) st;
+        (void) flag;
+        if (ftw->level > 0)
+                (void) remove(path);
+        return 0;
+}
+
 static int tgr_scenario(char scenario, const char *record_dir) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_secret_ tg_secret *pin = NULL, *secret = NULL, *out = NULL;
@@ -229,6 +241,7 @@ static int tgr_scenario(char scenario, const char *record_dir) {
         int r;
 
         tgr_rng_state = 0;
+        (void) nftw(tgr.scratch_dir, tgr_scratch_rm, 16, FTW_DEPTH | FTW_PHYS);
         if (tgr_pin(&pin) < 0)
                 abort();
 
