@@ -208,16 +208,17 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
         passphrase_op = tg_pending_marker_is_passphrase_op(&m);
         /* passwd touches no token; recovery-key may replace nothing; an enrollment has no
          * token and no old keyslot yet (both -1). */
-        if (strcmp(m.operation, "passwd") == 0)
+        /* The writer leaves out a token or old keyslot that does not exist (-1). */
+        if (strcmp(m.operation, "passwd") == 0 || strcmp(m.operation, "enroll") == 0)
                 r = json_optional_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, -1, &m.token);
         else
-                r = json_int_field(o, "token", -1, TG_LUKS2_TOKENS_MAX - 1, &m.token);
+                r = json_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, &m.token);
         if (r < 0)
                 return r;
-        if (strcmp(m.operation, "recovery-key") == 0)
+        if (strcmp(m.operation, "recovery-key") == 0 || strcmp(m.operation, "enroll") == 0)
                 r = json_optional_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, -1, &m.old_keyslot);
         else
-                r = json_int_field(o, "old_keyslot", -1, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
+                r = json_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
         if (r < 0)
                 return r;
         if (!passphrase_op && ((strcmp(s, "enroll") == 0) != (m.token == -1) || (m.token == -1) != (m.old_keyslot == -1)))
