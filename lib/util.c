@@ -28,7 +28,7 @@ int tg_hex_encode(const uint8_t *data, size_t size, char **ret) {
         return 0;
 }
 
-static int unhex_digit(char c) {
+int tg_hex_digit_value(char c) {
         if (c >= '0' && c <= '9')
                 return c - '0';
         if (c >= 'a' && c <= 'f')
@@ -47,7 +47,7 @@ int tg_hex_decode(const char *hex, size_t hex_len, uint8_t **ret, size_t *ret_si
         if (!buf)
                 return -TG_ERR_NOMEM;
         for (size_t i = 0; i < hex_len / 2; i++) {
-                int hi = unhex_digit(hex[2 * i]), lo = unhex_digit(hex[2 * i + 1]);
+                int hi = tg_hex_digit_value(hex[2 * i]), lo = tg_hex_digit_value(hex[2 * i + 1]);
                 if (hi < 0 || lo < 0)
                         return -TG_ERR_INVALID;
                 buf[i] = (uint8_t) (hi << 4 | lo);

@@ -7,6 +7,8 @@
 /* Lowercase hex of size bytes; returns a malloc'ed string. */
 int tg_hex_encode(const uint8_t *data, size_t size, char **ret);
 /* Strict hex decoding: even length, [0-9a-fA-F] only, no whitespace. */
+/* The value of one hex digit (either case), -1 for any other character. */
+int tg_hex_digit_value(char c);
 int tg_hex_decode(const char *hex, size_t hex_len, uint8_t **ret, size_t *ret_size);
 /* Reads a whole regular file of at most max_size bytes. */
 int tg_read_file(const char *path, size_t max_size, uint8_t **ret, size_t *ret_size);

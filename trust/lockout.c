@@ -63,16 +63,6 @@ bool tg_lockout_params_weaker(const tg_lockout_state *s, const tg_config *config
                s->lockout_recovery < config->da_lockout_recovery;
 }
 
-static int hex_digit(uint8_t c) {
-        if (c >= '0' && c <= '9')
-                return c - '0';
-        if (c >= 'a' && c <= 'f')
-                return c - 'a' + 10;
-        if (c >= 'A' && c <= 'F')
-                return c - 'A' + 10;
-        return -1;
-}
-
 int tg_lockout_auth_from_text(const tg_secret *text, tg_secret **ret) {
         _cleanup_secret_ tg_secret *out = NULL;
         size_t n = text->size;
@@ -83,13 +73,13 @@ int tg_lockout_auth_from_text(const tg_secret *text, tg_secret **ret) {
                 n--;
         if (n == 2 * TG_LOCKOUT_AUTH_SIZE)
                 for (size_t i = 0; i < n; i++)
-                        hex = hex && hex_digit(text->data[i]) >= 0;
+                        hex = hex && tg_hex_digit_value((char) text->data[i]) >= 0;
         if (n == 2 * TG_LOCKOUT_AUTH_SIZE && hex) {
                 r = tg_secret_new(TG_LOCKOUT_AUTH_SIZE, &out);
                 if (r < 0)
                         return r;
                 for (size_t i = 0; i < TG_LOCKOUT_AUTH_SIZE; i++)
-                        out->data[i] = (uint8_t) (hex_digit(text->data[2 * i]) << 4 | hex_digit(text->data[2 * i + 1]));
+                        out->data[i] = (uint8_t) (tg_hex_digit_value((char) text->data[2 * i]) << 4 | tg_hex_digit_value((char) text->data[2 * i + 1]));
         } else {
                 if (n == 0)
                         return log_error_rc(-TG_ERR_INVALID, "The lockout password is empty.");
