@@ -25,7 +25,7 @@ echo "1..$((3 * 2 + 2 + $(wc -w <<<"$commands") * 3 + $(wc -w <<<"$options") * 2
 for page in tpmguard.8 tpmguard.conf.5 tpmguard-token.7; do
         out=$(groff -wall -man -t -z "$MAN/$page" 2>&1)
         check "$page: groff -wall is silent" test -z "$out"
-        [ -n "$out" ] && echo "# $out"
+        [ -z "$out" ] || printf "%s\n" "$out" | sed "s/^/# /"
         out=$(MANWIDTH=80 LC_ALL=C.UTF-8 man --warnings -E UTF-8 -l "$MAN/$page" 2>&1 >/dev/null)
         check "$page: man --warnings is silent" test -z "$out"
         [ -n "$out" ] && echo "# $out"

@@ -206,31 +206,37 @@ cryptsetup_has_external_tokens_path() {
 
 with_plugin() {
         local plugdir="$WORK/tokendir" a inserted=
-        local cmd=()
+        local cmd=() ext=
         mkdir -p "$plugdir"
         cp "$TPMGUARD_PLUGIN" "$plugdir/"
         if cryptsetup_has_external_tokens_path; then
-                for a in "$@"; do
-                        cmd+=("$a")
-                        if [ -z "$inserted" ] && [ "${a##*/}" = cryptsetup ]; then
-                                cmd+=(--external-tokens-path "$plugdir")
-                                inserted=1
-                        fi
-                done
-                [ -n "$inserted" ] || { echo "# with_plugin: no cryptsetup in: $*" >&2; return 125; }
-                # A sanitized plugin (build-asan) needs the ASan runtime preloaded
-                # into the uninstrumented cryptsetup; only the final command gets it.
-                env ${LD_PRELOAD_ASAN:+LD_PRELOAD="$LD_PRELOAD_ASAN"} "${cmd[@]}"
-                return
-        fi
-        if [ ! -d "$TPMGUARD_SYSTEM_TOKENDIR" ]; then
+                ext=yes
+        elif [ ! -d "$TPMGUARD_SYSTEM_TOKENDIR" ]; then
                 echo "# with_plugin: cryptsetup has no --external-tokens-path and its token directory" \
                         "$TPMGUARD_SYSTEM_TOKENDIR does not exist to be bind-mounted over" >&2
                 return 125
         fi
+        # A sanitized plugin (build-asan) needs the ASan runtime preloaded into
+        # the uninstrumented cryptsetup, and only there: a wrapper in front of
+        # it (the pty driver is python) would report its own leaks.
+        for a in "$@"; do
+                if [ -z "$inserted" ] && [ "${a##*/}" = cryptsetup ]; then
+                        [ -z "${LD_PRELOAD_ASAN:-}" ] || cmd+=(env LD_PRELOAD="$LD_PRELOAD_ASAN")
+                        cmd+=("$a")
+                        [ -z "$ext" ] || cmd+=(--external-tokens-path "$plugdir")
+                        inserted=1
+                        continue
+                fi
+                cmd+=("$a")
+        done
+        [ -n "$inserted" ] || { echo "# with_plugin: no cryptsetup in: $*" >&2; return 125; }
+        if [ -n "$ext" ]; then
+                "${cmd[@]}"
+                return
+        fi
         # shellcheck disable=SC2016 # expanded by the inner sh
-        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec env ${LD_PRELOAD_ASAN:+LD_PRELOAD="$LD_PRELOAD_ASAN"} "$@"' \
-                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "$@"
+        unshare -m sh -c 'mount --bind "$0" "$1" && shift && exec "$@"' \
+                "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "${cmd[@]}"
 }
 
 # Does the recovery passphrase still open the volume?

@@ -21,7 +21,7 @@ run() {
         OUT=$("$@" 2>"$WORK/err" </dev/null)
         rc=$?
         ERR=$(cat "$WORK/err")
-        if [ "$rc" = "$want" ]; then ok "$what (exit $rc)"; else not_ok "$what: exit $rc, expected $want"; echo "# $ERR" | head -5; fi
+        if [ "$rc" = "$want" ]; then ok "$what (exit $rc)"; else not_ok "$what: exit $rc, expected $want"; printf "%s\n" "$ERR" | head -5 | sed "s/^/# /"; fi
 }
 has() { if grep -qF -- "$2" <<<"$3"; then ok "$1"; else not_ok "$1: no \"$2\" in: $3"; fi; }
 

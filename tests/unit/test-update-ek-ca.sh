@@ -76,7 +76,7 @@ COMMIT=0123456789abcdef0123456789abcdef01234567
 make_upstream "$WORK/up"
 out=$("$SCRIPT" --commit "$COMMIT" "$WORK/up" "$WORK/out" 2>&1)
 check "a faithful upstream bundle is accepted" test $? -eq 0
-echo "# $out"
+printf '%s\n' "$out" | sed 's/^/# /'
 # The regenerated lines carry the shipped store's fingerprints, dates and subjects.
 cut -f4-6,8 "$WORK/out/MANIFEST" | grep -v '^#' | sort >"$WORK/got"
 while IFS=$'\t' read -r _ _ _ sha nb na _ subj; do
@@ -99,7 +99,7 @@ check "a disagreeing fingerprint is refused" test $rc -ne 0
 refused() { [ "$1" -ne 0 ] && [[ $2 == *"$3"* ]] && [ ! -e "$4" ]; }
 check "the refusal names the disagreement, and nothing is written" \
         refused "$rc" "$out" "disagrees with the upstream manifest" "$WORK/out-bad"
-echo "# $out" | head -3
+printf '%s\n' "$out" | head -3 | sed 's/^/# /'
 
 # A certificate the upstream manifest does not list: refused.
 make_upstream "$WORK/unlisted"
