@@ -60,6 +60,7 @@ static const tg_err severity_order[] = {
         TG_ERR_PIN_NEEDED,
         TG_ERR_BAD_PIN,
         TG_ERR_PIN_RETRY,
+        TG_ERR_EXPOSED,           /* audit's finding, never doctor's */
         TG_ERR_CANCELLED,
         TG_ERR_IO,
         TG_ERR_NOMEM,

@@ -39,7 +39,7 @@ static json_object *json_pcr_list(uint32_t mask) {
         return a;
 }
 
-static json_object *status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
+json_object *tg_status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
         json_object *o = json_object_new_object(), *da_json = NULL;
         _cleanup_tpm_ tg_tpm *tpm = NULL;
         tg_verify_report report = {};
@@ -118,7 +118,7 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
         if (r < 0)
                 return r;
 
-        tpm = status_tpm(config, &v);
+        tpm = tg_status_tpm(config, &v);
         if (!tpm)
                 return -TG_ERR_NOMEM;
         json_object_object_add(o, "tpm", tpm);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "audit.h"
 #include "binding.h"
 #include "config.h"
 #include "doctor.h"
@@ -1199,6 +1200,33 @@ static int cmd_status(const cli *c) {
         return 0;
 }
 
+/*
+ * tpmguard audit [DEVICE...]: every token's verdicts (cli/audit.c). The
+ * whole report is printed either way; exposed tokens make the exit status
+ * TG_ERR_EXPOSED's (21), so a fleet tool needs no parsing to alert; else a
+ * volume that could not be audited gives its error's.
+ */
+static int cmd_audit(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_(json_object_putp) json_object *audit = NULL;
+        int r, volume_error = 0;
+
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        r = tg_audit(config, c->args, (size_t) c->n_args, &audit, &volume_error);
+        if (r < 0)
+                return log_error_rc(r, "The audit could not finish: %s.", tg_err_str(r));
+        if (c->json) {
+                printf("%s\n", json_object_to_json_string_ext(audit, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+                                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+                json_printed = true;
+        } else
+                tg_audit_print(audit, stdout);
+        /* Exposed outranks a volume that could not be read: both are in the output. */
+        return tg_audit_exposed(audit) ? -TG_ERR_EXPOSED : volume_error;
+}
+
 static int cmd_help(const cli *c);
 
 static const cli_command commands[] = {
@@ -1227,6 +1255,8 @@ static const cli_command commands[] = {
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), cmd_status },
         { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, cmd_cleanup },
+        { "audit", "[DEV...]", "Which TPM-bound tokens an interposer, a TPM reset or a header edit can read",
+          O(JSON), cmd_audit },
         { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
           O(UNLOCK_KEY_FILE), cmd_bind },
         { "lockout", "setup|export", "Take the lockout hierarchy and set the DA parameters; print its password",

@@ -47,6 +47,7 @@ static const struct {
         [TG_ERR_CANCELLED]       = { "cancelled",        "cancelled",                                          18, -ENOENT },
         [TG_ERR_VOLUME_BINDING]  = { "volume-binding",   "the volume is not the one enrolled on this machine", 19, -ENOENT },
         [TG_ERR_PIN_RETRY]       = { "pin-retry",        "wrong PIN, another try is allowed",                  20, -ENOANO },
+        [TG_ERR_EXPOSED]         = { "exposed",          "a token is exposed to an interposer, a TPM reset or a header edit", 21, -ENOENT },
 };
 
 static int tg_err_index(int r) {

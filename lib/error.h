@@ -31,6 +31,7 @@ typedef enum tg_err {
         TG_ERR_CANCELLED,        /* the user gave up (empty input, EOF) */
         TG_ERR_VOLUME_BINDING,   /* the volume is not the one enrolled on this machine (decoy suspected) */
         TG_ERR_PIN_RETRY,        /* wrong PIN, and the retry budget allows another try (plugin only) */
+        TG_ERR_EXPOSED,          /* audit: a token an interposer or a TPM reset can read (not a failure of the command) */
         _TG_ERR_MAX,
 } tg_err;
 
