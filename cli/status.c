@@ -212,6 +212,16 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                 json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
                                 json_object_array_add(orphans, orphan);
                         }
+                        if (p.leftover_token >= 0) {
+                                json_object *orphan = json_object_new_object();
+                                if (!orphan)
+                                        return -TG_ERR_NOMEM;
+                                json_object_object_add(orphan, "token", json_object_new_int(p.leftover_token));
+                                json_object_object_add(orphan, "reason", json_object_new_string(
+                                        "old token of an interrupted migrate"));
+                                json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
+                                json_object_array_add(orphans, orphan);
+                        }
                 }
         }
 

@@ -66,6 +66,7 @@ typedef struct cli {
         uint32_t iter_time;
         bool accept_token_policy;
         bool allow_unextended;
+        bool keep_old;
         char **args;
         int n_args;
 } cli;
@@ -79,6 +80,7 @@ enum {
         OPT_PIN_FILE, OPT_NO_PIN, OPT_UNLOCK_KEY_FILE, OPT_SECRET_FILE, OPT_PCRS, OPT_PCR_BANK, OPT_PCR,
         OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_ACCEPT_TOKEN_POLICY,
         OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
+        OPT_KEEP_OLD,
         _OPT_MAX,
 };
 
@@ -124,6 +126,7 @@ static const struct option_doc {
         [OPT_ACCEPT_TOKEN_POLICY] = { "accept-token-policy", 0, NULL,
                                       "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)" },
         [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)" },
+        [OPT_KEEP_OLD]         = { "keep-old", 0, NULL, "Keep the old token and its keyslot (they stay exposed)" },
 };
 
 /* Options every command takes. */
@@ -142,6 +145,7 @@ typedef struct cli_command {
 } cli_command;
 
 static const cli_command *command_find(const char *name);
+static int one_device(const cli *c, const char *command);
 
 static void option_print(int id) {
         const struct option_doc *d = &option_docs[id];
@@ -717,6 +721,63 @@ static int cmd_enroll(const cli *c) {
         return 0;
 }
 
+/*
+ * tpmguard migrate DEVICE --token N: a systemd-tpm2 or clevis token replaced
+ * by a tpmguard one, authorized by the recovery passphrase or a key file
+ * only (tokens/lifecycle.h: tg_migrate). The new policy is the command
+ * line's or tpmguard.conf's, never the old token's.
+ */
+static int cmd_migrate(const cli *c) {
+        _cleanup_config_ tg_config *config = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL;
+        tg_enroll_options o = { .keyslot = CRYPT_ANY_SLOT };
+        tg_pcr_values explicit_values;
+        tg_migrate_result res;
+        char policy[128];
+        tg_token sealed;
+        int r;
+
+        r = one_device(c, "migrate");
+        if (r < 0)
+                return r;
+        if (c->token == CRYPT_ANY_TOKEN)
+                return log_error_rc(-TG_ERR_INVALID, "migrate needs the token to replace: --token N ('tpmguard audit "
+                                    "%s' lists them).", c->args[0]);
+        r = load_config(c, &config);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_pin_read(NULL, "Recovery passphrase of the volume: ", false, &unlock);
+        if (r < 0)
+                return r;
+        r = seal_params_from_cli(c, config, &o.seal, &explicit_values, &pin, &owner);
+        if (r < 0)
+                return r;
+        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o.endorsement_auth = eauth;
+
+        r = tg_migrate(config, c->args[0], c->token, unlock, &o, c->keep_old, &res);
+        if (r < 0)
+                return log_error_rc(r, "Migration failed: %s.", tg_err_str(r));
+        sealed = (tg_token) { .pcr_bank = o.seal.pcr_bank, .pcr_mask = o.seal.pcr_mask, .pin = pin != NULL };
+        tg_token_policy_format(&sealed, policy, sizeof policy);
+        printf("Migrated %s: tpmguard token %d in keyslot %d (%s) replaces %s token %d", c->args[0], res.token,
+               res.keyslot, policy, res.old_type, res.old_token);
+        if (!res.old_token_removed)
+                printf("; the old token %d and keyslot %d were kept (--keep-old): they stay exposed until "
+                       "removed.\n", res.old_token, res.old_keyslot);
+        else if (res.old_keyslot_destroyed)
+                printf("; removed token %d and keyslot %d.\n", res.old_token, res.old_keyslot);
+        else
+                printf("; removed token %d, kept keyslot %d (a passphrase or another token uses it).\n",
+                       res.old_token, res.old_keyslot);
+        return 0;
+}
+
 static int cmd_seal(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *secret = NULL, *eauth = NULL;
@@ -1255,6 +1316,8 @@ static const cli_command commands[] = {
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), cmd_status },
         { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, cmd_cleanup },
+        { "migrate", "DEV", "Replace a systemd-tpm2 or clevis token by a tpmguard one (recovery passphrase authorizes)",
+          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(TOKEN) | O(KEEP_OLD), cmd_migrate },
         { "audit", "[DEV...]", "Which TPM-bound tokens an interposer, a TPM reset or a header edit can read",
           O(JSON), cmd_audit },
         { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
@@ -1438,6 +1501,7 @@ int main(int argc, char *argv[]) {
                 case OPT_ACCEPT_TOKEN_POLICY: c.accept_token_policy = true; break;
                 case OPT_LOCKOUT_AUTH: c.lockout_auth_file = optarg; break;
                 case OPT_ALLOW_UNEXTENDED: c.allow_unextended = true; break;
+                case OPT_KEEP_OLD: c.keep_old = true; break;
                 default: assert(false); return tg_err_exit_code(-TG_ERR_INVALID);
                 }
         }

@@ -202,7 +202,7 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"operation\" missing.");
         s = json_object_get_string(v);
         if (strcmp(s, "rotate") != 0 && strcmp(s, "reseal") != 0 && strcmp(s, "recovery-key") != 0 &&
-            strcmp(s, "passwd") != 0 && strcmp(s, "enroll") != 0)
+            strcmp(s, "passwd") != 0 && strcmp(s, "enroll") != 0 && strcmp(s, "migrate") != 0)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: unknown operation \"%.16s\".", s);
         snprintf(m.operation, sizeof m.operation, "%s", s);
         passphrase_op = tg_pending_marker_is_passphrase_op(&m);
@@ -215,13 +215,16 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
                 r = json_int_field(o, "token", 0, TG_LUKS2_TOKENS_MAX - 1, &m.token);
         if (r < 0)
                 return r;
-        if (strcmp(m.operation, "recovery-key") == 0 || strcmp(m.operation, "enroll") == 0)
+        if (strcmp(m.operation, "recovery-key") == 0 || strcmp(m.operation, "enroll") == 0 ||
+            strcmp(m.operation, "migrate") == 0)
                 r = json_optional_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, -1, &m.old_keyslot);
         else
                 r = json_int_field(o, "old_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.old_keyslot);
         if (r < 0)
                 return r;
-        if (!passphrase_op && ((strcmp(s, "enroll") == 0) != (m.token == -1) || (m.token == -1) != (m.old_keyslot == -1)))
+        /* migrate: the old token always, its keyslot only when it goes. */
+        if (!passphrase_op && strcmp(s, "migrate") != 0 &&
+            ((strcmp(s, "enroll") == 0) != (m.token == -1) || (m.token == -1) != (m.old_keyslot == -1)))
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"token\" and \"old_keyslot\" are -1 exactly for \"enroll\".");
         r = json_int_field(o, "new_keyslot", 0, TG_LUKS2_KEYSLOTS_MAX - 1, &m.new_keyslot);
         if (r < 0)
@@ -312,12 +315,61 @@ static void passphrase_marker_plan(struct crypt_device *cd, int marker_id, const
                 p->why_kept = "its PBKDF is not the one tpmguard chose for it, so it was added by someone else";
 }
 
+bool tg_migratable_token_type(const char *type) {
+        return type && (strcmp(type, "systemd-tpm2") == 0 || strcmp(type, "clevis") == 0);
+}
+
+static bool tpmguard_token_references(struct crypt_device *cd, int keyslot) {
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE) && tg_luks_token_references(cd, id, keyslot))
+                        return true;
+        return false;
+}
+
+/*
+ * migrate: complete once a tpmguard token references the new keyslot. Then
+ * the old token goes (only a migratable type: an edited marker never makes
+ * us remove a tpmguard token or a FIDO2 one), and the old keyslot unless
+ * another token still uses it. Undone like an enrollment otherwise.
+ */
+static void migrate_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *p) {
+        const char *type = NULL;
+        crypt_token_info info;
+
+        p->roll_forward = tpmguard_token_references(cd, m->new_keyslot);
+        if (!p->roll_forward) {
+                if (tg_luks_keyslot_active(cd, m->new_keyslot) && !tg_luks_keyslot_referenced(cd, m->new_keyslot, marker_id)) {
+                        if (m->bound_keyslot == m->new_keyslot || tg_luks_keyslot_has_minimal_pbkdf(cd, m->new_keyslot))
+                                p->leftover_keyslot = m->new_keyslot;
+                        else
+                                p->why_kept = "it has a PBKDF tpmguard never uses, so it was added by someone else";
+                }
+                return;
+        }
+        info = crypt_token_status(cd, m->token, &type);
+        if (info != CRYPT_TOKEN_INACTIVE && info != CRYPT_TOKEN_INVALID && tg_migratable_token_type(type))
+                p->leftover_token = m->token;
+        if (m->old_keyslot < 0 || !tg_luks_keyslot_active(cd, m->old_keyslot))
+                return;
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (id != marker_id && id != p->leftover_token && tg_luks_token_references(cd, id, m->old_keyslot) &&
+                    !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE)) {
+                        p->why_kept = "another token uses it";
+                        return;
+                }
+        p->leftover_keyslot = m->old_keyslot;
+}
+
 void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *ret) {
-        tg_marker_plan p = { .leftover_keyslot = -1 };
+        tg_marker_plan p = { .leftover_keyslot = -1, .leftover_token = -1 };
         tg_token t;
 
         if (tg_pending_marker_is_passphrase_op(m)) {
                 passphrase_marker_plan(cd, marker_id, m, &p);
+                goto last;
+        }
+        if (strcmp(m->operation, "migrate") == 0) {
+                migrate_marker_plan(cd, marker_id, m, &p);
                 goto last;
         }
         if (m->token < 0)
@@ -374,6 +426,11 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
                            m.old_keyslot, m.new_keyslot,
                            p.roll_forward ? "the new keyslot was committed, the replaced one goes"
                                           : "the new keyslot was never committed, it goes");
+        else if (interrupted && strcmp(m.operation, "migrate") == 0)
+                log_notice("%s: resolving an interrupted migrate of token %d (new keyslot %d): %s.", device, m.token,
+                           m.new_keyslot,
+                           p.roll_forward ? "the tpmguard token was written, the old token and keyslot go"
+                                          : "no tpmguard token was written, the new keyslot goes and the old token stays");
         else if (interrupted && m.token < 0)
                 log_notice("%s: resolving an interrupted enroll (keyslot %d): %s.", device, m.new_keyslot,
                            p.roll_forward ? "its token was written, the enrollment is complete"
@@ -385,6 +442,17 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
                                           : "the token still uses the old keyslot, the new one goes");
         if (p.why_kept)
                 log_warning("Keeping keyslot %d: %s.", p.roll_forward ? m.old_keyslot : m.new_keyslot, p.why_kept);
+        if (p.leftover_token >= 0) {
+                /* migrate: the old token first, then the keyslot it used (a crash between leaves the
+                 * marker, which destroys the keyslot next time). */
+                r = tg_luks_token_remove(cd, p.leftover_token);
+                if (r < 0)
+                        return r;
+                tg_fault_point("after-old-token-remove");
+                log_info("Removed the old token %d.", p.leftover_token);
+                if (actions)
+                        (*actions)++;
+        }
         if (p.leftover_keyslot >= 0) {
                 r = tg_luks_keyslot_destroy(cd, p.leftover_keyslot);
                 if (r < 0)
@@ -1128,6 +1196,86 @@ int tg_passphrase_change(const tg_config *config, const char *device, const tg_p
         if (r < 0)
                 return r;
         res.authorized_by = authorized_by;
+        if (ret)
+                *ret = res;
+        return 0;
+}
+
+/* ---- migrate: a peer's TPM token replaced by a tpmguard one ---- */
+
+int tg_migrate(const tg_config *config, const char *device, int old_token, const tg_secret *unlock_passphrase,
+               const tg_enroll_options *options, bool keep_old, tg_migrate_result *ret) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        tg_enroll_options o = *options;
+        tg_migrate_result res = { .old_token = old_token, .old_keyslot = -1 };
+        const char *type = NULL;
+        crypt_token_info info;
+        int opened, n_keyslots = 0, keyslot, token, r;
+
+        assert(unlock_passphrase);
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        r = markers_resolve_all(cd, device, NULL);
+        if (r < 0)
+                return r;
+        if (old_token < 0 || old_token >= tg_luks_tokens_max())
+                return log_error_rc(-TG_ERR_INVALID, "migrate needs the token to replace: --token N "
+                                    "('tpmguard audit %s' lists them).", device);
+        info = crypt_token_status(cd, old_token, &type);
+        if (info == CRYPT_TOKEN_INACTIVE || info == CRYPT_TOKEN_INVALID || !type)
+                return log_error_rc(-TG_ERR_NOT_FOUND, "%s has no token %d. Nothing was changed.", device, old_token);
+        if (!tg_migratable_token_type(type))
+                return log_error_rc(-TG_ERR_INVALID, "Token %d of %s is a %s token: migrate replaces systemd-tpm2 and "
+                                    "clevis tokens%s. Nothing was changed.", old_token, device, type,
+                                    strcmp(type, TG_TOKEN_TYPE) == 0 ? " (this one is tpmguard's already)" : "");
+        snprintf(res.old_type, sizeof res.old_type, "%s", type);
+        for (int k = 0; k < tg_luks_keyslots_max(); k++)
+                if (tg_luks_token_references(cd, old_token, k) && tg_luks_keyslot_active(cd, k)) {
+                        res.old_keyslot = k;
+                        n_keyslots++;
+                }
+        if (n_keyslots != 1)
+                return log_error_rc(-TG_ERR_TOKEN, "Token %d of %s uses %d keyslots; migrate replaces a token with "
+                                    "exactly one. Nothing was changed.", old_token, device, n_keyslots);
+
+        /* Authorized by the passphrase alone: the old token is never used, since unlocking through it is
+         * what an interposer reads (tpmguard audit). */
+        opened = crypt_activate_by_passphrase(cd, NULL, CRYPT_ANY_SLOT, (const char *) unlock_passphrase->data,
+                                              unlock_passphrase->size, 0);
+        if (opened < 0)
+                return log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase: nothing was "
+                                    "changed.", device);
+
+        o.migrate = !keep_old;
+        o.migrate_token = old_token;
+        o.migrate_keyslot = res.old_keyslot;
+        o.keyslot = CRYPT_ANY_SLOT;
+        if (opened == res.old_keyslot) {
+                /* A secret someone knows opens it: it is theirs as much as the token's. */
+                log_notice("The given passphrase opens keyslot %d, the old token's: it is kept.", res.old_keyslot);
+                o.migrate_keyslot = -1;
+        } else if (tg_luks_keyslot_used_by_token(cd, res.old_keyslot, old_token)) {
+                log_notice("Keyslot %d is also used by another token: it is kept.", res.old_keyslot);
+                o.migrate_keyslot = -1;
+        }
+        crypt_free(TAKE_PTR(cd));
+
+        r = tg_enroll(config, device, unlock_passphrase, &o, &keyslot, &token);
+        if (r < 0)
+                return r;
+        res.token = token;
+        res.keyslot = keyslot;
+        /* What the header says now: the resolution inside tg_enroll may have stopped short (then cleanup). */
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        info = crypt_token_status(cd, old_token, &type);
+        res.old_token_removed = info == CRYPT_TOKEN_INACTIVE || !type || strcmp(type, res.old_type) != 0;
+        res.old_keyslot_destroyed = !tg_luks_keyslot_active(cd, res.old_keyslot);
+        if (!keep_old && !res.old_token_removed)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "The tpmguard token %d is in place, but the old token %d is "
+                                    "left over: run 'tpmguard cleanup %s'.", token, old_token, device);
         if (ret)
                 *ret = res;
         return 0;

@@ -42,11 +42,22 @@
  * marker records its exact parameters ("pbkdf") as the fingerprint for the
  * window before the marker is bound to it.
  */
+/*
+ * migrate (tpmguard migrate: a systemd-tpm2 or clevis token replaced by a
+ * tpmguard one) is an enrollment whose marker also names the old token
+ * ("token") and the keyslot only it used ("old_keyslot"; absent when that
+ * keyslot stays). It completes once a tpmguard token references the new
+ * keyslot: then the old token is removed, and the old keyslot destroyed
+ * unless another token uses it or it is the last; until then it is undone
+ * like an enrollment and the old token is untouched.
+ */
 typedef struct tg_pending_marker {
-        char operation[16];   /* "enroll", "rotate", "reseal", "recovery-key" or "passwd" */
-        int token;            /* enroll, rotate, reseal: the tpmguard token being moved; recovery-key: the id of
-                               * the label token it writes; passwd: -1 */
-        int old_keyslot;      /* the keyslot before the operation; -1: none (enroll; recovery-key without --replace) */
+        char operation[16];   /* "enroll", "migrate", "rotate", "reseal", "recovery-key" or "passwd" */
+        int token;            /* enroll: -1; migrate: the old (systemd-tpm2 or clevis) token; rotate, reseal: the
+                               * tpmguard token being moved; recovery-key: the id of the label token it writes;
+                               * passwd: -1 */
+        int old_keyslot;      /* the keyslot before the operation; -1: none (enroll; recovery-key without --replace;
+                               * migrate keeping the old keyslot) */
         int new_keyslot;      /* the keyslot the operation adds */
         int bound_keyslot;    /* the marker's own "keyslots" entry, -1 if none yet */
         bool committed;       /* passphrase operations: past the commit point */
@@ -67,6 +78,7 @@ int tg_pending_marker_resolve(struct crypt_device *cd, const char *device, int m
 typedef struct tg_marker_plan {
         bool roll_forward;      /* the token already points at the new keyslot */
         int leftover_keyslot;   /* the keyslot to destroy, -1 if none */
+        int leftover_token;     /* migrate: the old token to remove, -1 if none */
         const char *why_kept;   /* set when a keyslot looks left over but is not ours to destroy */
 } tg_marker_plan;
 void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *ret);
@@ -165,6 +177,32 @@ int tg_recovery_key_enroll(const tg_config *config, const char *device, const tg
  */
 int tg_passphrase_change(const tg_config *config, const char *device, const tg_passphrase_auth *auth, int keyslot,
                          const tg_secret *new_passphrase, tg_passphrase_result *ret);
+
+/* Token types tpmguard migrate replaces: TPM-bound tokens of its peers. */
+bool tg_migratable_token_type(const char *type);
+
+typedef struct tg_migrate_result {
+        int token;              /* the new tpmguard token */
+        int keyslot;            /* its keyslot */
+        int old_token;          /* the replaced token */
+        int old_keyslot;        /* its keyslot */
+        bool old_token_removed; /* false with keep_old */
+        bool old_keyslot_destroyed;
+        char old_type[32];
+} tg_migrate_result;
+
+/*
+ * tpmguard migrate: replaces token old_token (systemd-tpm2 or clevis) by a
+ * tpmguard token. Authorized only by unlock_passphrase (a recovery
+ * passphrase or key file), never by the old token: unlocking through it is
+ * the path an interposer reads. Enrols a tpmguard token into a new keyslot
+ * with options->seal (the caller's policy), proves it by a test unseal, then
+ * removes the old token and the keyslot only it used (never a keyslot the
+ * passphrase opens or another token uses, never the last). keep_old: the
+ * old token and keyslot stay. Crash-safe through a "migrate" pending marker.
+ */
+int tg_migrate(const tg_config *config, const char *device, int old_token, const tg_secret *unlock_passphrase,
+               const tg_enroll_options *options, bool keep_old, tg_migrate_result *ret);
 
 /* Removes a tpmguard token and its keyslot; never the last active keyslot. */
 int tg_remove(const char *device, int token, tg_lifecycle_result *ret);

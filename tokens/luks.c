@@ -172,6 +172,12 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         tg_token token;
         int keyslot, marker_id, token_id, r, q;
 
+        if (options->migrate) {
+                snprintf(m.operation, sizeof m.operation, "migrate");
+                m.token = options->migrate_token;
+                m.old_keyslot = options->migrate_keyslot;
+        }
+
         keyslot = options->keyslot >= 0 ? options->keyslot : free_keyslot(cd, device);
         if (keyslot < 0)
                 return keyslot;
@@ -265,11 +271,14 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         }
         tg_fault_point("after-token-write");
         explicit_bzero(&token, sizeof token);
-        /* From here on the enrollment is complete; the marker only says so. */
+        /* From here on the enrollment is complete; the marker only says so (migrate: and resolving it
+         * removes the old token and keyslot, the same code a later run uses after a crash). */
         r = tg_pending_marker_resolve(cd, device, marker_id);
         if (r < 0)
-                log_warning("The enrollment is complete, but its pending marker (token %d) is left over; "
-                            "'tpmguard cleanup %s' removes it.", marker_id, device);
+                log_warning("The enrollment is complete, but its pending marker (token %d) is left over%s; "
+                            "'tpmguard cleanup %s' %s.", marker_id,
+                            options->migrate ? " with the old token" : "", device,
+                            options->migrate ? "removes them" : "removes it");
         if (ret_keyslot)
                 *ret_keyslot = keyslot;
         if (ret_token)

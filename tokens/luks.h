@@ -88,6 +88,11 @@ typedef struct tg_enroll_options {
         tg_seal_params seal;
         int keyslot;                    /* CRYPT_ANY_SLOT or a slot number */
         const tg_secret *endorsement_auth; /* for the verification; NULL: empty */
+        /* tg_migrate only: the enrollment's marker is a "migrate" one naming the token it replaces and the
+         * keyslot only that token used (-1: keep it); resolving it removes both (lifecycle.h). */
+        bool migrate;
+        int migrate_token;
+        int migrate_keyslot;
 } tg_enroll_options;
 
 /*
