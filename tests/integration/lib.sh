@@ -239,6 +239,34 @@ with_plugin() {
                 "$plugdir" "$TPMGUARD_SYSTEM_TOKENDIR" "${cmd[@]}"
 }
 
+# The test swtpm has no resource manager: objects and sessions a process
+# leaves loaded (a killed one, or tpm2-tools under clevis) stay in the TPM's
+# few slots. Flush them, as the kernel's /dev/tpmrm0 would.
+tpm_flush_contexts() {
+        local t
+        for t in --transient-object --loaded-session --saved-session; do
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext "$t" >/dev/null 2>&1 || true
+        done
+}
+
+# Tokens of tpmguard's peers, made by the real tools against the test swtpm,
+# authorized by $WORK/recovery.key (tests/adversarial/peers-table does the same):
+#   peer_systemd_enroll IMG PIN   systemd-cryptenroll --tpm2-device (PIN "" = none), PCR 7
+#   peer_clevis_bind IMG          clevis luks bind, tpm2 pin, sha256 PCR 7
+peer_systemd_enroll() {
+        local pin=()
+        [ -z "$2" ] || pin=(--tpm2-with-pin=yes)
+        chmod 600 "$WORK/recovery.key"
+        NEWPIN=$2 systemd-cryptenroll --unlock-key-file="$WORK/recovery.key" --tpm2-device="$TPMGUARD_TEST_TCTI" \
+                --tpm2-pcrs=7 "${pin[@]}" "$1" >"$WORK/peer.log" 2>&1 || { cat "$WORK/peer.log" >&2; return 1; }
+        tpm_flush_contexts
+}
+peer_clevis_bind() {
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI clevis luks bind -d "$1" -k "$WORK/recovery.key" tpm2 \
+                '{"pcr_bank":"sha256","pcr_ids":"7"}' >"$WORK/peer.log" 2>&1 || { cat "$WORK/peer.log" >&2; return 1; }
+        tpm_flush_contexts
+}
+
 # Does the recovery passphrase still open the volume?
 recovery_opens() {
         cryptsetup open --test-passphrase --key-file "$WORK/recovery.key" "$1"

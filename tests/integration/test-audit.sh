@@ -8,7 +8,8 @@
 # (21 when something is exposed, 0 when nothing is).
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
-require_tools swtpm swtpm_setup cryptsetup python3 systemd-cryptenroll clevis clevis-luks-bind jose tpm2_changeauth
+require_tools swtpm swtpm_setup cryptsetup python3 systemd-cryptenroll clevis clevis-luks-bind jose tpm2_changeauth \
+        tpm2_flushcontext
 
 # One field of the audit's JSON ($WORK/audit.json), by a python expression over a.
 field() {
@@ -28,25 +29,13 @@ expect_eq() {
         [ "$1" = "$2" ] || { echo "# expected \"$2\", got \"$1\"${3:+ ($3)}" >&2; return 1; }
 }
 
-systemd_enroll() { # IMG PIN|""
-        local pin=()
-        [ -z "$2" ] || pin=(--tpm2-with-pin=yes)
-        NEWPIN=$2 systemd-cryptenroll --unlock-key-file="$WORK/recovery.key" --tpm2-device="$TPMGUARD_TEST_TCTI" \
-                --tpm2-pcrs=7 "${pin[@]}" "$1" >/dev/null 2>&1
-}
-clevis_bind() { # IMG
-        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI clevis luks bind -d "$1" -k "$WORK/recovery.key" tpm2 \
-                '{"pcr_bank":"sha256","pcr_ids":"7"}' >/dev/null 2>&1
-}
-
 test_case audit_systemd_and_clevis
 audit_systemd_and_clevis() {
         tpm_setup
         "$TPMGUARD" provision >/dev/null
         make_luks "$WORK/disk.img"
-        chmod 600 "$WORK/recovery.key"
-        systemd_enroll "$WORK/disk.img" 1234
-        clevis_bind "$WORK/disk.img"
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        peer_clevis_bind "$WORK/disk.img"
         audit_json 21 "$WORK/disk.img"
         expect_eq "$(field "a['exposed']")" True
         expect_eq "$(field "[t['type'] for t in a['volumes'][0]['tokens']]")" "['systemd-tpm2', 'clevis']"
@@ -80,8 +69,7 @@ audit_systemd_without_pin() {
         tpm_setup
         "$TPMGUARD" provision >/dev/null
         make_luks "$WORK/disk.img"
-        chmod 600 "$WORK/recovery.key"
-        systemd_enroll "$WORK/disk.img" ""
+        peer_systemd_enroll "$WORK/disk.img" ""
         audit_json 21 "$WORK/disk.img"
         expect_eq "$(verdicts 0)" "no yes yes yes" "systemd-tpm2 without PIN"
         expect_eq "$(field "a['volumes'][0]['tokens'][0]['pin']")" False

@@ -48,12 +48,7 @@ fail() { echo "# point $POINT ($POINT_NAME): $*" >&2; return 1; }
 # A process killed mid-transaction leaves its objects and sessions loaded.
 # The kernel resource manager (/dev/tpmrm0) flushes them when the process
 # dies; the test swtpm has no resource manager, so do what it would do.
-flush_dead_process() {
-        local t
-        for t in --transient-object --loaded-session --saved-session; do
-                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext "$t" >/dev/null 2>&1 || true
-        done
-}
+flush_dead_process() { tpm_flush_contexts; }
 
 setup_volume() {
         tpm_setup

@@ -1,0 +1,117 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# tpmguard migrate against tokens made by the real systemd-cryptenroll and
+# clevis luks bind (tests/integration/lib.sh: peer_*): authorized by the
+# recovery passphrase only; afterwards the recovery passphrase opens, the new
+# tpmguard token unlocks through the plugin and the real cryptsetup, the old
+# token and the keyslot only it used are gone, and a second audit reports
+# nothing exposed. --keep-old keeps the old token (still exposed); refusals
+# change nothing. Crash safety is in test-fault-injection.sh.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup cryptsetup python3 systemd-cryptenroll clevis clevis-luks-bind jose tpm2_flushcontext unshare
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+
+token_types() { cryptsetup luksDump "$1" | sed -n '/^Tokens:/,/^Digests:/s/^  \([0-9]*\): \(.*\)$/\1:\2/p' | tr '\n' ' '; }
+keyslots() { cryptsetup luksDump "$1" | sed -n '/^Keyslots:/,/^Tokens:/s/^  \([0-9]*\): luks2$/\1/p' | tr '\n' ' '; }
+pin_unlocks() {
+        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$1" <"$WORK/pin" >/dev/null 2>&1
+}
+expect_eq() {
+        [ "$1" = "$2" ] || { echo "# expected \"$2\", got \"$1\"${3:+ ($3)}" >&2; return 1; }
+}
+setup_peers() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+}
+migrate() {
+        "$TPMGUARD" migrate --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$@"
+}
+
+test_case migrate_systemd_tpm2
+migrate_systemd_tpm2() {
+        setup_peers
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        expect_eq "$(token_types "$WORK/disk.img")" "0:systemd-tpm2 "
+        expect_exit 21 "$TPMGUARD" audit "$WORK/disk.img"
+        expect_exit 0 migrate --token 0 "$WORK/disk.img"
+        expect_in "replaces systemd-tpm2 token 0; removed token 0 and keyslot 1" "$OUT"
+        # Token 0 and keyslot 1 (systemd's) are gone; the new token and keyslot were taken before they were freed.
+        expect_eq "$(token_types "$WORK/disk.img")" "1:tpmguard "
+        expect_eq "$(keyslots "$WORK/disk.img")" "0 2 "
+        recovery_opens "$WORK/disk.img"
+        pin_unlocks "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" audit "$WORK/disk.img"
+        expect_in "Nothing exposed." "$OUT"
+}
+
+test_case migrate_clevis
+migrate_clevis() {
+        setup_peers
+        peer_clevis_bind "$WORK/disk.img"
+        expect_eq "$(token_types "$WORK/disk.img")" "0:clevis "
+        expect_exit 0 migrate --token 0 "$WORK/disk.img"
+        expect_in "replaces clevis token 0; removed token 0 and keyslot 1" "$OUT"
+        expect_eq "$(token_types "$WORK/disk.img")" "1:tpmguard "
+        expect_eq "$(keyslots "$WORK/disk.img")" "0 2 "
+        recovery_opens "$WORK/disk.img"
+        pin_unlocks "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" audit --json "$WORK/disk.img"
+        expect_in '"exposed": false' "$OUT"
+}
+
+# Both peers on one volume, one after the other: the audit's next steps, run as given.
+test_case migrate_both_as_audit_says
+migrate_both_as_audit_says() {
+        local step
+        setup_peers
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        peer_clevis_bind "$WORK/disk.img"
+        expect_exit 21 "$TPMGUARD" audit --json "$WORK/disk.img"
+        for step in $(python3 -c 'import json,sys; a=json.load(sys.stdin)
+for t in a["volumes"][0]["tokens"]: print(t["next_step"].split()[3])' <<<"$OUT"); do
+                expect_exit 0 migrate --token "$step" "$WORK/disk.img"
+        done
+        expect_eq "$(token_types "$WORK/disk.img")" "0:tpmguard 2:tpmguard "
+        expect_exit 0 "$TPMGUARD" audit "$WORK/disk.img"
+        recovery_opens "$WORK/disk.img"
+        pin_unlocks "$WORK/disk.img"
+}
+
+test_case migrate_keep_old
+migrate_keep_old() {
+        setup_peers
+        peer_systemd_enroll "$WORK/disk.img" ""
+        expect_exit 0 migrate --keep-old --token 0 "$WORK/disk.img"
+        expect_in "the old token 0 and keyslot 1 were kept (--keep-old)" "$OUT"
+        expect_eq "$(token_types "$WORK/disk.img")" "0:systemd-tpm2 1:tpmguard "
+        expect_eq "$(keyslots "$WORK/disk.img")" "0 1 2 "
+        pin_unlocks "$WORK/disk.img"
+        # The old token is still there, and still exposed.
+        expect_exit 21 "$TPMGUARD" audit --json "$WORK/disk.img"
+        expect_in '"next_step": "tpmguard migrate --token 0' "$OUT"
+}
+
+# Refusals change nothing: a wrong passphrase, a token that is not a peer's, no --token, no PIN policy given.
+test_case migrate_refusals
+migrate_refusals() {
+        local sum
+        setup_peers
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        sum=$(sha256sum <"$WORK/disk.img")
+        printf 'wrong' >"$WORK/wrong.key"
+        expect_exit 12 "$TPMGUARD" migrate --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/wrong.key" \
+                --token 0 "$WORK/disk.img"
+        expect_exit 2 migrate "$WORK/disk.img"
+        expect_in "needs the token to replace" "$ERR"
+        expect_exit 17 migrate --token 5 "$WORK/disk.img"
+        expect_exit 2 migrate --key-slot 3 --token 0 "$WORK/disk.img"
+        expect_eq "$(sha256sum <"$WORK/disk.img")" "$sum" "the header changed"
+        expect_exit 0 migrate --token 0 "$WORK/disk.img"
+        expect_exit 2 migrate --token 1 "$WORK/disk.img"
+        expect_in "tpmguard's already" "$ERR"
+}
+
+run_cases
