@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Crash safety of the lifecycle commands, by fault injection: for each of
 # change-pin, rotate, reseal (by unseal and by recovery passphrase), remove,
-# recovery-key and passwd, kill the process at fault point 1, 2, 3, ... (after every
+# recovery-key, passwd and migrate (of a real systemd-cryptenroll token), kill the process at fault point 1, 2, 3, ... (after every
 # libcryptsetup header write and every TPM command; lib/fault.h) until
 # a run completes without reaching the point. After every kill:
 #   - the recovery passphrase opens the volume (recovery-key, passwd: the
@@ -27,7 +27,7 @@
 # shellcheck disable=SC2317
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
-require_tools swtpm swtpm_setup tpm2_flushcontext cryptsetup unshare python3
+require_tools swtpm swtpm_setup tpm2_flushcontext cryptsetup unshare python3 systemd-cryptenroll
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
 
 token_open() {
@@ -37,6 +37,8 @@ pin_opens() { token_open <"$1" >/dev/null 2>&1; }
 active_keyslots() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2'; }
 tpmguard_tokens() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: tpmguard$' || true; }
 pending_markers() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: tpmguard-pending$' || true; }
+# Tokens of tpmguard's peers (migrate's old tokens): their keyslots are no leftovers.
+peer_tokens() { cryptsetup luksDump "$WORK/disk.img" | grep -cE '^  [0-9]*: (systemd-tpm2|clevis)$' || true; }
 image_sum() { sha256sum "$WORK/disk.img" | cut -d' ' -f1; }
 status_field() {
         "$TPMGUARD" status --json "$WORK/disk.img" 2>/dev/null |
@@ -65,7 +67,7 @@ enroll() {
 
 # Every kill: leftovers are visible to status, with the cleanup command.
 check_leftovers_reported() {
-        local extra=$(( $(active_keyslots) - 1 - $(tpmguard_tokens) ))
+        local extra=$(( $(active_keyslots) - 1 - $(tpmguard_tokens) - $(peer_tokens) ))
         if [ "$extra" -gt 0 ]; then
                 [ "$(status_field 'len([o for o in s["orphans"] if "keyslot" in o])')" -ge "$extra" ] ||
                         { fail "$extra leftover keyslot(s) not reported by status"; return 1; }
@@ -398,6 +400,42 @@ fault_passwd() {
         }
         op_after_success() { changed; }
         inject_all passwd
+}
+
+# migrate: a real systemd-cryptenroll token (PIN, PCR 7) replaced by a tpmguard one. After every
+# kill the recovery passphrase opens (inject_all), a tpmguard token that was written already unlocks,
+# cleanup completes or undoes, and a rerun (when the old token is still there) completes; the end
+# state has the tpmguard token only. The volume as systemd left it is restored for the next point.
+test_case fault_migrate
+fault_migrate() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        cp "$WORK/disk.img" "$WORK/disk.orig"
+        op_run() {
+                "$TPMGUARD" migrate --token 0 --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                        "$WORK/disk.img"
+        }
+        migrated_clean() {
+                [ "$(peer_tokens)" = 0 ] || { fail "the systemd-tpm2 token is still there"; return 1; }
+                check_clean "$WORK/pin"
+        }
+        op_after_kill() {
+                if [ "$(tpmguard_tokens)" = 1 ]; then
+                        pin_opens "$WORK/pin" || { fail "the tpmguard token was written but does not unlock"; return 1; }
+                fi
+                "$TPMGUARD" cleanup "$WORK/disk.img" >"$WORK/rerun.out" 2>&1 || { cat "$WORK/rerun.out" >&2; fail "cleanup failed"; return 1; }
+                if [ "$(peer_tokens)" = 1 ]; then
+                        [ "$(tpmguard_tokens)" = 0 ] || { fail "cleanup left both the old and the new token"; return 1; }
+                        op_run >"$WORK/rerun.out" 2>&1 || { cat "$WORK/rerun.out" >&2; fail "rerun failed"; return 1; }
+                fi
+                migrated_clean || return 1
+                cp "$WORK/disk.orig" "$WORK/disk.img"
+        }
+        op_after_success() { migrated_clean; }
+        inject_all migrate
 }
 
 run_cases
