@@ -86,6 +86,11 @@ static void test_marker_parse_rejects(void **state) {
                 "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":1,\"new_keyslot\":3,\"pbkdf\":{\"type\":\"argon2id\",\"iterations\":4}}",
                 "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":1,\"new_keyslot\":3,\"pbkdf\":{\"iterations\":4,\"memory\":1,\"parallel\":1}}",
                 "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":1,\"new_keyslot\":3,\"pbkdf\":\"argon2id\"}",
+                /* migrate: the old token is required (it is what the marker removes), committed is not its. */
+                "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"migrate\",\"old_keyslot\":1,\"new_keyslot\":3}",
+                "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"migrate\",\"token\":0,\"old_keyslot\":3,\"new_keyslot\":3}",
+                "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"migrate\",\"token\":0,\"new_keyslot\":3,\"committed\":true}",
+                "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"migrat\",\"token\":0,\"new_keyslot\":3}",
         };
         tg_pending_marker m = { .token = 77 };
 
@@ -135,6 +140,37 @@ static void test_marker_passphrase_ops(void **state) {
         assert_false(out.committed);
 }
 
+/* migrate: an enrollment naming the token it replaces; the old keyslot only when it goes. */
+static void test_marker_migrate(void **state) {
+        tg_pending_marker in = { .operation = "migrate", .token = 1, .old_keyslot = 2, .new_keyslot = 3, .bound_keyslot = 3 };
+        tg_pending_marker out;
+        char *json = NULL;
+
+        assert_int_equal(tg_pending_marker_to_string(&in, &json), 0);
+        assert_int_equal(tg_pending_marker_from_string(json, &out), 0);
+        free(json);
+        assert_string_equal(out.operation, "migrate");
+        assert_int_equal(out.token, 1);
+        assert_int_equal(out.old_keyslot, 2);
+        assert_int_equal(out.new_keyslot, 3);
+        assert_int_equal(out.bound_keyslot, 3);
+        assert_false(tg_pending_marker_is_passphrase_op(&out));
+
+        in.old_keyslot = -1;
+        assert_int_equal(tg_pending_marker_to_string(&in, &json), 0);
+        assert_null(strstr(json, "old_keyslot"));
+        assert_int_equal(tg_pending_marker_from_string(json, &out), 0);
+        free(json);
+        assert_int_equal(out.token, 1);
+        assert_int_equal(out.old_keyslot, -1);
+
+        assert_true(tg_migratable_token_type("systemd-tpm2"));
+        assert_true(tg_migratable_token_type("clevis"));
+        assert_false(tg_migratable_token_type("tpmguard"));
+        assert_false(tg_migratable_token_type("systemd-fido2"));
+        assert_false(tg_migratable_token_type(NULL));
+}
+
 /* systemd-cryptenroll's recovery-key form: 64 ModHex letters, 8 groups, 256 bits. */
 static void test_recovery_key_format(void **state) {
         uint8_t bytes[TG_RECOVERY_KEY_BYTES];
@@ -171,6 +207,7 @@ int main(void) {
                 cmocka_unit_test(test_marker_parse_good),
                 cmocka_unit_test(test_marker_parse_rejects),
                 cmocka_unit_test(test_marker_passphrase_ops),
+                cmocka_unit_test(test_marker_migrate),
                 cmocka_unit_test(test_recovery_key_format),
         };
         tg_log_set_max_level(LOG_CRIT);
