@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdarg.h>
 #include <systemd/sd-device.h>
 
 #include "audit.h"
