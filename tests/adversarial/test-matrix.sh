@@ -33,7 +33,7 @@
 # the shards in parallel); `--only REGEX` picks cases by name.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
-require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare python3
+require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare python3 systemd-cryptenroll tpm2_flushcontext
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
 # Debian's python3, as the interposer's own #! line uses.
 PY=/usr/bin/python3
@@ -98,6 +98,10 @@ op reseal-no-null-name                 enrolled cold narrow
 # cleared first, as on a factory TPM), and resetting the DA counter with it.
 op lockout-setup          enrolled cold certify
 op lockout-reset          enrolled cold certify
+# migrate (issue 19): a token of the real systemd-cryptenroll (no PIN, made
+# directly, as at install time) replaced by a tpmguard one through the proxy;
+# an enrollment underneath, so enroll's tags.
+op migrate                enrolled cold certify create pcrread readpublic load unseal
 
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
@@ -238,6 +242,34 @@ run_passwd() {
         expect_exit 0 "$TPMGUARD" passwd --iter-time 100 --pin-file "$WORK/pin" --new-passphrase-file "$WORK/new.line" \
                 "$WORK/disk.img" || return
         cp "$WORK/new.key" "$WORK/recovery.key"
+}
+# migrate's old token: a systemd-cryptenroll token made directly (never through
+# the proxy) unless the volume has one (a replay mode's first run consumed
+# it), and its keyslot secret for the capture search: the passphrase systemd's
+# own plugin returns, and the 32 sealed bytes it is the base64 of.
+SYSTEMD_TPM2_PLUGIN=${TPMGUARD_SYSTEM_TOKENDIR:-/usr/lib/x86_64-linux-gnu/cryptsetup}/libcryptsetup-token-systemd-tpm2.so
+systemd_token_id() {
+        cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: systemd-tpm2$/ {sub(":", "", $1); print $1; exit}'
+}
+systemd_token_ready() {
+        local id
+        [ -z "$(systemd_token_id)" ] || return 0
+        peer_systemd_enroll "$WORK/disk.img" "" || return 1
+        id=$(systemd_token_id)
+        "$TPMGUARD_TOKEN_OPEN" "$SYSTEMD_TPM2_PLUGIN" "$WORK/disk.img" "$id" --systemd-device "$TPMGUARD_TEST_TCTI" \
+                --secret-out "$WORK/secret.one" </dev/null >/dev/null 2>&1 ||
+                { echo "# cannot read the systemd-tpm2 token's secret back" >&2; return 1; }
+        tpm_flush_contexts
+        { cat "$WORK/secret.one"; echo; } >>"$WORK/secret.hex"
+        $PY -c 'import base64, sys; print(base64.b64decode(bytes.fromhex(open(sys.argv[1]).read().strip())).hex())' \
+                "$WORK/secret.one" >>"$WORK/secret.hex"
+}
+before_migrate() { systemd_token_ready; }
+run_migrate() {
+        systemd_token_ready || return
+        after_proxy=still_unlocks
+        expect_exit 0 "$TPMGUARD" migrate --token "$(systemd_token_id)" --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
 }
 without_null_name() {
         sed -i 's/^kernel_null_name = .*/kernel_null_name = if-available/' "$WORK/tpmguard.conf"
