@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <openssl/evp.h>
-#include <stdarg.h>
 #include <systemd/sd-device.h>
 
 #include "audit.h"
@@ -90,17 +89,15 @@ typedef struct facts {
         int lockout_auth_set;   /* 1, 0, -1 unknown (TPM unreachable) */
         bool da_weaker;
         const char *state_dir;
+        tg_verified_tpm *v;     /* NULL when verification failed */
 } facts;
 
-static void set(verdict *v, const char *exposed, const char *format, ...) __attribute__((format(printf, 3, 4)));
-static void set(verdict *v, const char *exposed, const char *format, ...) {
-        va_list ap;
-
-        v->exposed = exposed;
-        va_start(ap, format);
-        vsnprintf(v->reason, sizeof v->reason, format, ap);
-        va_end(ap);
-}
+/* A verdict and its reason (a format and its arguments). */
+#define set(verdict_, exposed_, ...)                                                            \
+        do {                                                                                    \
+                (verdict_)->exposed = (exposed_);                                               \
+                snprintf((verdict_)->reason, sizeof (verdict_)->reason, __VA_ARGS__);           \
+        } while (0)
 
 static void set_all(assessment *a, const char *exposed, const char *reason) {
         for (int t = 0; t < _THREAT_MAX; t++)
@@ -122,11 +119,12 @@ static int jbool(json_object *o, const char *key) {
         return json_object_get_boolean(v);
 }
 
-static void facts_from_tpm(json_object *tpm, const tg_config *config, facts *f) {
+static void facts_from_tpm(json_object *tpm, const tg_config *config, tg_verified_tpm *v, facts *f) {
         json_object *da = NULL;
 
         *f = (facts) { .lockout_auth_set = -1, .state_dir = config->state_dir };
         f->provisioned = jbool(tpm, "provisioned") == 1;
+        f->v = v;
         f->verification = json_str(tpm, "verification") ?: "unknown";
         f->verified = strcmp(f->verification, "verified") == 0;
         f->anchor = json_str(tpm, "anchor") ?: "none";
@@ -220,6 +218,33 @@ static void assess_tpmguard(struct crypt_device *cd, int id, const facts *f, ass
 
 /* ---- systemd-tpm2 (systemd-cryptenroll) ---- */
 
+/* base64 (url: JOSE's base64url, padding optional) into a NUL-terminated buffer; *ret_size without the NUL. */
+static int base64_decode(const char *in, size_t len, bool url, char **ret, size_t *ret_size) {
+        _cleanup_free_ char *b64 = NULL, *out = NULL;
+        size_t padded = (len + 3) / 4 * 4, pad = 0;
+        int n;
+
+        if (len == 0 || len > 65536)
+                return -TG_ERR_INVALID;
+        b64 = malloc(padded + 1);
+        out = malloc(padded / 4 * 3 + 1);
+        if (!b64 || !out)
+                return -TG_ERR_NOMEM;
+        for (size_t i = 0; i < padded; i++)
+                b64[i] = i >= len ? '=' : !url ? in[i] : in[i] == '-' ? '+' : in[i] == '_' ? '/' : in[i];
+        b64[padded] = '\0';
+        for (size_t i = padded; i > 0 && b64[i - 1] == '='; i--)
+                pad++;
+        n = EVP_DecodeBlock((unsigned char *) out, (const unsigned char *) b64, (int) padded);
+        if (n < 0 || (size_t) n < pad)
+                return -TG_ERR_INVALID;
+        out[n - pad] = '\0';
+        *ret_size = (size_t) n - pad;
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+
 static void pcr_list(json_object *pcrs, char *buf, size_t size) {
         size_t n = json_object_is_type(pcrs, json_type_array) ? json_object_array_length(pcrs) : 0;
 
@@ -240,10 +265,37 @@ static bool pcr_list_has(json_object *pcrs, int pcr) {
         return false;
 }
 
+/*
+ * systemd >= 255 pins the SRK it salts to (tpm2_srk: base64 of an
+ * Esys_TR_Serialize()d ESYS_TR). It is safe to salt to only if it is this
+ * TPM's key: certified by the pinned EK signing key (trust/verify.h).
+ */
+static bool srk_certified(json_object *srk, const facts *f, char *why, size_t why_size) {
+        _cleanup_free_ char *blob = NULL;
+        size_t size;
+        int r;
+
+        if (!f->v) {
+                snprintf(why, why_size, "the TPM is not verified here (verification: %s)", f->verification);
+                return false;
+        }
+        if (!json_object_is_type(srk, json_type_string) ||
+            base64_decode(json_object_get_string(srk), (size_t) json_object_get_string_len(srk), false, &blob, &size) < 0) {
+                snprintf(why, why_size, "its tpm2_srk field cannot be read");
+                return false;
+        }
+        r = tg_vtpm_certify_persistent(f->v, f->state_dir, (const uint8_t *) blob, size, NULL);
+        if (r == -TG_ERR_INTERPOSER)
+                snprintf(why, why_size, "this TPM holds no such key, or the pinned EK signing key does not certify it");
+        else if (r < 0)
+                snprintf(why, why_size, "it could not be certified (%s)", tg_err_str(r));
+        return r >= 0;
+}
+
 static void assess_systemd_tpm2(json_object *o, const facts *f, assessment *a) {
         json_object *pcrs = NULL, *srk = NULL;
         const char *bank = json_str(o, "tpm2-pcr-bank") ?: "sha256";
-        char list[96];
+        char list[96], why[160];
         bool has_srk;
 
         a->type = "systemd-tpm2";
@@ -258,11 +310,16 @@ static void assess_systemd_tpm2(json_object *o, const facts *f, assessment *a) {
 
         set(&a->v[THREAT_PASSIVE], NO, "systemd salts its sessions and encrypts Unseal's response: a recording "
             "alone reads neither the secret nor the PIN");
-        if (has_srk)
-                /* Certifying that SRK by the pinned EK signing key is not implemented: fail closed. */
+        if (has_srk && !srk_certified(srk, f, why, sizeof why))
                 set(&a->v[THREAT_ACTIVE], YES, "SRK not certified: the token salts to the SRK it pins (tpm2_srk), "
-                    "whose name tpmguard has not certified with the pinned EK signing key, so it may be an "
-                    "interposer's key%s", a->pin ? " (the PIN then falls to an offline search)" : "");
+                    "and %s, so it may be an interposer's key%s", why,
+                    a->pin ? " (the PIN then falls to an offline search)" : "");
+        else if (has_srk && !a->pin)
+                set(&a->v[THREAT_ACTIVE], YES, "the SRK it pins (tpm2_srk) is certified by the pinned EK signing key, "
+                    "but there is no PIN: an active interposer unseals it with commands of its own on any normal boot");
+        else if (has_srk)
+                set(&a->v[THREAT_ACTIVE], NO, "the SRK it salts to (tpm2_srk) is this TPM's: certified by the pinned "
+                    "EK signing key, so no interposer stands in its sessions, and the PIN is needed");
         else
                 set(&a->v[THREAT_ACTIVE], YES, "salts its sessions to a primary key it never verifies: an interposer "
                     "that substitutes the key stands in the middle and reads the unsealed secret%s",
@@ -281,36 +338,15 @@ static void assess_systemd_tpm2(json_object *o, const facts *f, assessment *a) {
 
 /* ---- clevis ---- */
 
-/* base64url (JOSE, no padding) into a NUL-terminated string. */
-static int base64url_decode(const char *in, size_t len, char **ret) {
-        _cleanup_free_ char *b64 = NULL, *out = NULL;
-        size_t padded = (len + 3) / 4 * 4;
-        int n;
-
-        if (len == 0 || len > 65536)
-                return -TG_ERR_INVALID;
-        b64 = malloc(padded + 1);
-        out = malloc(padded / 4 * 3 + 1);
-        if (!b64 || !out)
-                return -TG_ERR_NOMEM;
-        for (size_t i = 0; i < padded; i++)
-                b64[i] = i >= len ? '=' : in[i] == '-' ? '+' : in[i] == '_' ? '/' : in[i];
-        b64[padded] = '\0';
-        n = EVP_DecodeBlock((unsigned char *) out, (const unsigned char *) b64, (int) padded);
-        if (n < 0)
-                return -TG_ERR_INVALID;
-        out[n] = '\0';
-        *ret = TAKE_PTR(out);
-        return 0;
-}
-
 /* The "clevis" object of a JWE's protected header (compact "HEADER.…" or the header alone). */
 static json_object *clevis_header(const char *protected_b64) {
         _cleanup_free_ char *text = NULL;
         const char *dot = strchr(protected_b64, '.');
         json_object *o, *c;
+        size_t size;
 
-        if (base64url_decode(protected_b64, dot ? (size_t) (dot - protected_b64) : strlen(protected_b64), &text) < 0)
+        if (base64_decode(protected_b64, dot ? (size_t) (dot - protected_b64) : strlen(protected_b64), true, &text,
+                          &size) < 0)
                 return NULL;
         o = json_tokener_parse(text);
         if (!o)
@@ -623,7 +659,7 @@ int tg_audit(const tg_config *config, char **devices, size_t n_devices, json_obj
         }
         json_object_object_add(o, "machine", tpm);
         json_object_object_add(o, "volumes", volumes);
-        facts_from_tpm(tpm, config, &f);
+        facts_from_tpm(tpm, config, v, &f);
 
         if (n_devices == 0) {
                 r = enumerate_luks(&found, &n_found);

@@ -492,6 +492,106 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         return 0;
 }
 
+/*
+ * Is the persistent key a token pins (systemd >= 255's tpm2_srk: an
+ * Esys_TR_Serialize()d ESYS_TR, whose name is the public area the token
+ * salts its sessions to) a key of this TPM? The pinned EK signing key,
+ * re-created and compared as in verify_internal(), certifies the key at the
+ * handle the blob names, over our fresh nonce, and the attestation must
+ * carry exactly the blob's name as an owner-hierarchy primary's. The key's
+ * authorization travels in the verified session (salted to the certified
+ * NULL key): an interposer that answers for a key of its own at that handle
+ * cannot complete the HMAC, and cannot forge the pinned key's signature.
+ */
+int tg_vtpm_certify_persistent(tg_verified_tpm *v, const char *state_dir, const uint8_t *serialized, size_t size,
+                               TPM2B_NAME *ret_name) {
+        _cleanup_handle_ tg_handle signer = TG_HANDLE_NULL, object = TG_HANDLE_NULL;
+        _cleanup_free_ TPM2B_ATTEST *certify_info = NULL;
+        _cleanup_free_ TPMT_SIGNATURE *signature = NULL;
+        _cleanup_free_ TPM2B_NAME *claimed = NULL;
+        tg_pinned_key pinned;
+        TPM2B_NAME signer_name, signer_qn, claimed_qn;
+        TPM2B_DATA nonce = { .size = TG_NONCE_SIZE };
+        /* cppcheck-suppress legacyUninitvar ; the member .scheme is not the variable */
+        TPMT_SIG_SCHEME scheme = { .scheme = TPM2_ALG_NULL };
+        TSS2_RC rc;
+        int r;
+
+        assert(v && !v->session_ended);
+        r = tg_pinned_key_load(state_dir, &pinned);
+        if (r < 0)
+                return r;
+        object.esys = signer.esys = v->tpm->esys;
+        /* Only the blob's own metadata: nothing is read from the TPM to make it. */
+        rc = Esys_TR_Deserialize(v->tpm->esys, serialized, size, &object.tr);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "The pinned key's serialized handle cannot be read.");
+        object.close_only = true;   /* a persistent key: never flushed */
+        rc = Esys_TR_GetName(v->tpm->esys, object.tr, &claimed);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "The pinned key's serialized handle has no name.");
+
+        {
+                _cleanup_handle_ tg_handle endorsement = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE };
+                TPM2B_PUBLIC tmpl;
+
+                r = start_salted_session(v, TPM2_SE_HMAC, &endorsement.tr);
+                if (r < 0)
+                        return r;
+                tg_template_ek_signing_key(&tmpl);
+                r = create_primary(v->tpm, ESYS_TR_RH_ENDORSEMENT, endorsement.tr, &tmpl,
+                                   "CreatePrimary (EK signing key)", &signer, NULL, &signer_name);
+                if (r < 0)
+                        return r;
+        }
+        if (!tg_name_equal(&signer_name, &pinned.name))
+                return log_alert_rc(-TG_ERR_INTERPOSER, "The TPM's EK signing key is not the pinned one: an interposer "
+                                    "is substituting keys.");
+        /*
+         * Before any authorization: the key at that handle must claim the blob's name and be noDA (an SRK
+         * is). The header is attacker-editable, and a failed authorization of a key that is not noDA
+         * would cost a dictionary-attack try. A forged answer here gains nothing: Certify checks again.
+         */
+        {
+                _cleanup_free_ TPM2B_PUBLIC *pub = NULL;
+                _cleanup_free_ TPM2B_NAME *name = NULL;
+                TPM2_HANDLE handle = 0;
+
+                (void) Esys_TR_GetTpmHandle(v->tpm->esys, object.tr, &handle);
+                rc = Esys_ReadPublic(v->tpm->esys, object.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &pub, &name, NULL);
+                if (rc != TSS2_RC_SUCCESS || !tg_name_equal(name, claimed) ||
+                    !(pub->publicArea.objectAttributes & TPMA_OBJECT_NODA)) {
+                        log_warning("The TPM holds no noDA key with the pinned name at handle 0x%08x.", (unsigned) handle);
+                        return -TG_ERR_INTERPOSER;
+                }
+        }
+        if (RAND_bytes(nonce.buffer, TG_NONCE_SIZE) != 1)
+                return log_error_rc(-TG_ERR_IO, "The OpenSSL random generator failed.");
+        rc = Esys_Certify(v->tpm->esys, object.tr, signer.tr, tg_vtpm_session(v, false, false), ESYS_TR_PASSWORD,
+                          ESYS_TR_NONE, &nonce, &scheme, &certify_info, &signature);
+        if (rc != TSS2_RC_SUCCESS) {
+                TSS2_RC base = tg_tpm_rc_base(rc);
+                /* The HMAC over the claimed name failed at the TPM, or the response's at ESAPI: not that key. */
+                if (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH || rc == TSS2_ESYS_RC_RSP_AUTH_FAILED) {
+                        log_warning("The TPM did not certify the pinned key: %s.", Tss2_RC_Decode(rc));
+                        return -TG_ERR_INTERPOSER;
+                }
+                return tg_tpm_rc(rc, "Certify (a pinned persistent key by the EK signing key)");
+        }
+        r = tg_primary_qualified_name(TPM2_RH_ENDORSEMENT, &pinned.name, &signer_qn);
+        if (r >= 0)
+                r = tg_primary_qualified_name(TPM2_RH_OWNER, claimed, &claimed_qn);
+        if (r < 0)
+                return r;
+        r = tg_certify_verify(certify_info, signature, &pinned.public.publicArea, &signer_qn, nonce.buffer, nonce.size,
+                              claimed, &claimed_qn, NULL);
+        if (r < 0)
+                return r;
+        if (ret_name)
+                *ret_name = *claimed;
+        return 0;
+}
+
 int tg_verify(const tg_config *config, const tg_verify_options *options,
               tg_verify_report *report, tg_verified_tpm **ret_vtpm) {
         tg_verify_report scratch;

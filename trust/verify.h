@@ -101,3 +101,14 @@ ESYS_TR tg_vtpm_audit_session(tg_verified_tpm *v);
 
 /* Starts a policy session salted to the verified NULL key, AES-128-CFB. Caller flushes it. */
 int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session);
+
+/*
+ * Certifies, with the pinned EK signing key of state_dir, that the persistent
+ * key described by an Esys_TR_Serialize()d ESYS_TR (systemd >= 255's
+ * tpm2_srk) is an owner-hierarchy primary of this TPM with exactly the name
+ * the blob claims. 0 when it is (*ret_name, optional, gets that name);
+ * -TG_ERR_INTERPOSER when the TPM holds no such key there or the attestation
+ * does not verify; -TG_ERR_INVALID for a blob that cannot be read.
+ */
+int tg_vtpm_certify_persistent(tg_verified_tpm *v, const char *state_dir, const uint8_t *serialized, size_t size,
+                               TPM2B_NAME *ret_name);

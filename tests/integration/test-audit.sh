@@ -9,7 +9,7 @@
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup cryptsetup python3 systemd-cryptenroll clevis clevis-luks-bind jose tpm2_changeauth \
-        tpm2_flushcontext
+        tpm2_flushcontext tpm2_readpublic tpm2_getcap
 
 # One field of the audit's JSON ($WORK/audit.json), by a python expression over a.
 field() {
@@ -74,6 +74,48 @@ audit_systemd_without_pin() {
         expect_eq "$(verdicts 0)" "no yes yes yes" "systemd-tpm2 without PIN"
         expect_eq "$(field "a['volumes'][0]['tokens'][0]['pin']")" False
         expect_in "no PIN" "$(field "a['volumes'][0]['tokens'][0]['verdicts']['tpm_reset']['reason']")"
+}
+
+# systemd >= 255 pins the SRK it salts to (tpm2_srk, an Esys_TR_Serialize()d ESYS_TR). systemd 252
+# writes none, so the token gets one here: tpm2_readpublic -t serializes the TPM's SRK the same way.
+# Certified by the pinned EK signing key it is this TPM's key; a blob naming another key is not.
+test_case audit_systemd_pinned_srk
+audit_systemd_pinned_srk() {
+        local id
+        setup_enrolled    # tpmguard's seal made the SRK at 0x81000001
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_readpublic -c 0x81000001 -t "$WORK/srk.tr" >/dev/null
+        id=$(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: systemd-tpm2$/ {sub(":", "", $1); print $1}')
+        cryptsetup token export --token-id "$id" "$WORK/disk.img" >"$WORK/token.json"
+        # good: the SRK as it is; public: a coordinate of its public area changed (another key);
+        # name: the blob's name changed (it no longer matches what the HMAC is computed over).
+        python3 - "$WORK" <<'PY'
+import base64, json, sys
+w = sys.argv[1]
+t = json.load(open(w + "/token.json"))
+blob = open(w + "/srk.tr", "rb").read()
+for kind, offset in (("good", None), ("public", len(blob) - 8), ("name", 10)):
+    b = bytearray(blob)
+    if offset is not None:
+        b[offset] ^= 1
+    t["tpm2_srk"] = base64.b64encode(bytes(b)).decode()
+    json.dump(t, open("%s/%s.json" % (w, kind), "w"))
+PY
+        cryptsetup token import --token-id "$id" --token-replace --json-file "$WORK/good.json" "$WORK/disk.img"
+        audit_json 21 "$WORK/disk.img"
+        expect_eq "$(verdicts "$id")" "no no no yes" "systemd-tpm2 with a certified SRK"
+        expect_in "certified by the pinned EK signing key" \
+                "$(field "a['volumes'][0]['tokens'][$id]['verdicts']['active_interposer']['reason']")"
+        expect_in "pinned SRK" "$(field "a['volumes'][0]['tokens'][$id]['protection']")"
+        for kind in public name; do
+                cryptsetup token import --token-id "$id" --token-replace --json-file "$WORK/$kind.json" "$WORK/disk.img"
+                audit_json 21 "$WORK/disk.img"
+                expect_eq "$(verdicts "$id")" "no yes no yes" "systemd-tpm2 pinning another SRK ($kind)"
+                expect_in "SRK not certified" \
+                        "$(field "a['volumes'][0]['tokens'][$id]['verdicts']['active_interposer']['reason']")"
+        done
+        # The failed authorizations cost no DA try (the SRK is noDA; anything else is refused before).
+        expect_eq "$(( $(da_counter) ))" 0
 }
 
 # tpmguard's own tokens: with a PIN, a held lockout password and a bound volume nothing is exposed.
