@@ -60,26 +60,21 @@ int tg_volume_fingerprint(struct crypt_device *cd, int keyslot, const tg_secret 
 
 /* Reads volumes.json: NULL (and 0) when it does not exist. Strict: a malformed file is an error. */
 static int bindings_load(const char *path, json_object **ret) {
-        _cleanup_free_ uint8_t *data = NULL;
         _cleanup_json_ json_object *root = NULL;
         char problem[TG_JSON_PROBLEM_MAX];
         json_object *volumes;
         int64_t version;
-        size_t size;
         int r;
 
-        r = tg_read_file(path, BINDINGS_MAX_SIZE, &data, &size);
+        r = tg_json_read_object(path, BINDINGS_MAX_SIZE, &root, problem, sizeof problem);
         if (r == -TG_ERR_NOT_FOUND) {
                 *ret = NULL;
                 return 0;
         }
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "%s %s.", path, problem);
         if (r < 0)
-                return log_error_rc(r, "Cannot read %s.", path);
-        if (memchr(data, '\0', size))
-                return log_error_rc(-TG_ERR_INVALID, "%s contains a NUL byte.", path);
-        root = json_tokener_parse((const char *) data);
-        if (!root || !json_object_is_type(root, json_type_object))
-                return log_error_rc(-TG_ERR_INVALID, "%s is not a JSON object.", path);
+                return r;
         r = tg_json_get_int(root, "version", BINDINGS_VERSION, BINDINGS_VERSION, true, &version, NULL, problem,
                             sizeof problem);
         if (r == 0)
