@@ -334,6 +334,13 @@ int tg_luks_use_minimal_pbkdf(struct crypt_device *cd) {
         return use_minimal_pbkdf(cd);
 }
 
+bool tg_luks_keyslot_has_peer_pbkdf(struct crypt_device *cd, int keyslot) {
+        struct crypt_pbkdf_type p = {};
+
+        return crypt_keyslot_get_pbkdf(cd, keyslot, &p) >= 0 && p.type && strcmp(p.type, CRYPT_KDF_PBKDF2) == 0 &&
+               p.iterations == 1000;
+}
+
 bool tg_luks_keyslot_has_minimal_pbkdf(struct crypt_device *cd, int keyslot) {
         struct crypt_pbkdf_type p = {};
 

@@ -45,6 +45,13 @@ int tg_luks_open(const char *device, struct crypt_device **ret);
 int tg_luks_use_minimal_pbkdf(struct crypt_device *cd);
 /* True when a keyslot has exactly that PBKDF: how tpmguard recognises a keyslot it created. */
 bool tg_luks_keyslot_has_minimal_pbkdf(struct crypt_device *cd, int keyslot);
+/*
+ * True when a keyslot has PBKDF2 at exactly 1000 iterations (any hash): what
+ * systemd-cryptenroll (sha512) and clevis luks bind (sha256) give the random
+ * secrets of the tokens they add, never cryptsetup's benchmarked default for
+ * a typed passphrase. How migrate recognises a peer token's keyslot.
+ */
+bool tg_luks_keyslot_has_peer_pbkdf(struct crypt_device *cd, int keyslot);
 
 /*
  * Keyslots for secrets a person types (tpmguard passwd, tpmguard
