@@ -94,6 +94,28 @@ migrate_keep_old() {
         expect_in '"next_step": "tpmguard migrate --token 0' "$OUT"
 }
 
+# The header is attacker-editable: a systemd-tpm2 token edited to name another passphrase's keyslot
+# never gets that keyslot destroyed (its PBKDF is not the PBKDF2 at 1000 iterations that systemd and
+# clevis give their secrets); the token goes, the passphrase keeps opening.
+test_case migrate_edited_token_keeps_a_passphrase
+migrate_edited_token_keeps_a_passphrase() {
+        setup_peers
+        printf 'second passphrase' >"$WORK/second.key"
+        cryptsetup luksAddKey --batch-mode --pbkdf argon2id --pbkdf-force-iterations 4 --pbkdf-memory 32 \
+                --key-file "$WORK/recovery.key" --new-key-slot 1 "$WORK/disk.img" "$WORK/second.key"
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        cryptsetup token export --token-id 0 "$WORK/disk.img" |
+                python3 -c 'import json, sys; t = json.load(sys.stdin); t["keyslots"] = ["1"]; print(json.dumps(t))' \
+                >"$WORK/edited.json"
+        cryptsetup token import --token-id 0 --token-replace --json-file "$WORK/edited.json" "$WORK/disk.img"
+        expect_exit 0 migrate --token 0 "$WORK/disk.img"
+        expect_in "removed token 0, kept keyslot 1" "$OUT"
+        expect_in "nothing shows it is the old token's" "$ERR"
+        cryptsetup open --test-passphrase --key-file "$WORK/second.key" "$WORK/disk.img"
+        recovery_opens "$WORK/disk.img"
+        pin_unlocks "$WORK/disk.img"
+}
+
 # Refusals change nothing: a wrong passphrase, a token that is not a peer's, no --token, no PIN policy given.
 test_case migrate_refusals
 migrate_refusals() {
