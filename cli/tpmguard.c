@@ -40,8 +40,8 @@ typedef struct cli {
         const char *null_name;
         bool json;
         bool record;
-        const char *ek_cert;
         bool trust_on_first_use;
+        const char *ek_cert;
         const char *ek_ca;
         const char *ek_intermediates;
         const char *output_dir;
