@@ -262,8 +262,10 @@ before_unlock-plugin-no-pin() {
         "$TPMGUARD" enroll --no-pin --pcrs 7 --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" >/dev/null 2>&1 ||
                 { echo "# enrolling the no-PIN token failed" >&2; return 1; }
         nopin_token_id=$(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); t=$1} END {print t}')
-        [ -n "$nopin_token_id" ] && [ "$nopin_token_id" != 0 ] ||
-                { echo "# no second tpmguard token after the no-PIN enrolment" >&2; return 1; }
+        if [ -z "$nopin_token_id" ] || [ "$nopin_token_id" = 0 ]; then
+                echo "# no second tpmguard token after the no-PIN enrolment" >&2
+                return 1
+        fi
 }
 run_unlock-plugin-no-pin() {
         rm -f "$WORK/run/null-key.json"
