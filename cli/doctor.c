@@ -500,6 +500,19 @@ static void check_provisioning(doctor *d) {
                 d->oom = true;
                 return;
         }
+        if (d->pinned.tofu) {
+                /* Not a failure (the owner chose it), but never silent: nothing proves the pin. */
+                c = add_check(d, "provisioning", path, TG_DOCTOR_WARNING, 0,
+                              "EK signing key %s pinned %s on TRUST ON FIRST USE: the TPM had no EK "
+                              "certificate, so nothing proves the key is a genuine TPM's. Changes "
+                              "since then are detected; whatever answered at provisioning is "
+                              "trusted.", name_hex,
+                              d->pinned.provisioned_at[0] ? d->pinned.provisioned_at : "(time unknown)");
+                set_next(d, c, "If the TPM is discrete (a bus to tap), get its EK certificate (tpm2_getekcertificate, "
+                         "docs/hardware.md) and run 'tpmguard provision --ek-cert FILE' to replace the pin with a "
+                         "proven one.");
+                return;
+        }
         add_check(d, "provisioning", path, TG_DOCTOR_OK, 0,
                   "EK signing key %s pinned %s, proven against the %s EK certificate (issuer %s).",
                   name_hex, d->pinned.provisioned_at[0] ? d->pinned.provisioned_at : "(time unknown)",
@@ -520,6 +533,11 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
 
         if (!d->provisioned) {
                 add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0, "Not checked: not provisioned.");
+                return;
+        }
+        if (d->pinned.tofu) {
+                add_check(d, "ek-certificate", NULL, TG_DOCTOR_SKIPPED, 0,
+                          "Not checked: the EK signing key was pinned on first use, without an EK certificate.");
                 return;
         }
         if (d->pinned.ek_nv_index == 0) {

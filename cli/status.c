@@ -6,6 +6,7 @@
  * policy digest recomputed from PCR values read over the verified TPM.
  */
 #include <errno.h>
+#include <string.h>
 
 #include "error.h"
 #include "lifecycle.h"
@@ -52,7 +53,11 @@ json_object *tg_status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
 
         if (!o)
                 return NULL;
-        json_object_object_add(o, "provisioned", json_object_new_boolean(tg_pinned_key_load(config->state_dir, &pinned) >= 0));
+        r = tg_pinned_key_load(config->state_dir, &pinned);
+        json_object_object_add(o, "provisioned", json_object_new_boolean(r >= 0));
+        /* How the pin was made: a TOFU pin is named every time (issue 15 §3). */
+        if (r >= 0)
+                json_object_object_add(o, "ek_trust", json_object_new_string(tg_pinned_trust(&pinned)));
         json_object_object_add(o, "kernel_null_name", json_object_new_string(
                 tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) >= 0 ? "present" : "absent"));
         json_object_object_add(o, "kernel_null_name_policy",
@@ -322,6 +327,8 @@ void tg_status_print(json_object *s, FILE *f) {
         json_object_object_get_ex(s, "tpm", &tpm);
         json_object_object_get_ex(tpm, "provisioned", &v);
         fprintf(f, "TPM: %s", json_object_get_boolean(v) ? "provisioned" : "not provisioned");
+        if (json_object_object_get_ex(tpm, "ek_trust", &v) && strcmp(json_object_get_string(v), TG_PINNED_TRUST_TOFU) == 0)
+                fprintf(f, " ON TRUST (EK signing key pinned on first use, unproven: no EK certificate)");
         json_object_object_get_ex(tpm, "verification", &v);
         fprintf(f, ", verification: %s", json_object_get_string(v));
         json_object_object_get_ex(tpm, "kernel_null_name", &v);

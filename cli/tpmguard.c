@@ -41,6 +41,7 @@ typedef struct cli {
         const char *null_name;
         bool json;
         bool record;
+        bool trust_on_first_use;
         const char *ek_cert;
         const char *ek_ca;
         const char *ek_intermediates;
@@ -81,6 +82,7 @@ enum {
         OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_ACCEPT_TOKEN_POLICY,
         OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
         OPT_KEEP_OLD,
+        OPT_TOFU,
         _OPT_MAX,
 };
 
@@ -127,6 +129,8 @@ static const struct option_doc {
                                       "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)" },
         [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)" },
         [OPT_KEEP_OLD]         = { "keep-old", 0, NULL, "Keep the old token and its keyslot (they stay exposed)" },
+        [OPT_TOFU]             = { "trust-on-first-use", 0, NULL,
+                                   "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)" },
 };
 
 /* Options every command takes. */
@@ -347,6 +351,7 @@ static int cmd_provision(const cli *c, tg_config *config) {
                 .ek_ca = c->ek_ca,
                 .ek_intermediates = c->ek_intermediates,
                 .output_dir = c->output_dir,
+                .trust_on_first_use = c->trust_on_first_use,
         };
         _cleanup_free_ char *name_hex = NULL;
         int r;
@@ -378,6 +383,7 @@ static int cmd_provision(const cli *c, tg_config *config) {
                         return -TG_ERR_NOMEM;
                 json_object_object_add(o_json, "result", json_object_new_string("provisioned"));
                 json_object_object_add(o_json, "ek_signing_key_name", json_object_new_string(name_hex));
+                json_object_object_add(o_json, "ek_trust", json_object_new_string(tg_pinned_trust(&pinned)));
                 json_object_object_add(o_json, "ek_template", json_object_new_string(pinned.ek_template));
                 json_object_object_add(o_json, "ek_nv_index", json_object_new_int64(pinned.ek_nv_index));
                 json_object_object_add(o_json, "ek_certificate_sha256", json_object_new_string(pinned.ek_cert_sha256));
@@ -390,6 +396,15 @@ static int cmd_provision(const cli *c, tg_config *config) {
                 json_object_object_add(o_json, "lockout", lockout_result_json(&lockout));
                 printf("%s\n", json_object_to_json_string_ext(o_json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
+        } else if (pinned.tofu) {
+                printf("Provisioned ON TRUST: EK signing key %s\n"
+                       "  pinned on first use, NOT proven: this TPM has no EK certificate, so nothing shows\n"
+                       "  that the key belongs to a genuine TPM rather than to whatever answered just now\n"
+                       "  pinned in %s/%s (\"ek_trust\": \"%s\"; verify, status and doctor say so)\n",
+                       name_hex, c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME, TG_PINNED_TRUST_TOFU);
+                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
+                if (r < 0)
+                        return r;
         } else {
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
@@ -507,6 +522,8 @@ static json_object *verify_report_json(const tg_config *config, const tg_verify_
         json_object_object_add(o, "verdict", json_object_new_string(r >= 0 ? "verified" : tg_err_id(r)));
         json_object_object_add(o, "null_name", null_hex ? json_object_new_string(null_hex) : NULL);
         json_object_object_add(o, "ek_signing_key_name", signer_hex ? json_object_new_string(signer_hex) : NULL);
+        json_object_object_add(o, "ek_trust", json_object_new_string(rep->ek_tofu ? TG_PINNED_TRUST_TOFU
+                                                                                  : TG_PINNED_TRUST_CERT));
         json_object_object_add(o, "kernel_null_name",
                                json_object_new_string(rep->kernel_null_name_present ? "present" : "absent"));
         json_object_object_add(o, "policy", json_object_new_string(tg_null_name_policy_to_string(config->kernel_null_name)));
@@ -580,6 +597,10 @@ static int cmd_verify(const cli *c, tg_config *config) {
                        report.kernel_null_name_present ? "matches the kernel's null_name and is certified"
                                                        : "is certified",
                        tg_anchor_kind_to_string(report.anchor), tg_anchor_detects(report.anchor));
+        if (r >= 0 && report.ek_tofu)
+                log_warning("The pinned EK signing key was pinned on first use (no EK certificate): nothing "
+                            "proves it is a genuine TPM's. Changes since provisioning are detected; what "
+                            "answered at provisioning is trusted (docs/security.md).");
         if (r < 0)
                 log_error("Verification failed: %s. 'tpmguard doctor' shows the whole state and what to do.",
                           tg_err_str(r));
@@ -1197,7 +1218,8 @@ static int cmd_help(const cli *c, tg_config *config);
 
 static const cli_command commands[] = {
         { "provision", "", "Pin the EK signing key after proving it against the EK certificate; take the lockout hierarchy",
-          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_provision },
+          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(LOCKOUT_AUTH) | O(TOFU) | O(JSON),
+          CMD_CONFIG, cmd_provision },
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
           O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_verify },
         { "enroll", "DEV", "Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token",
@@ -1385,6 +1407,7 @@ int main(int argc, char *argv[]) {
                 case OPT_HELP: want_help = true; break;
                 case OPT_VERSION: printf("tpmguard %s\n", TPMGUARD_VERSION); return 0;
                 case OPT_RECORD: c.record = true; break;
+                case OPT_TOFU: c.trust_on_first_use = true; break;
                 case OPT_EK_CERT: c.ek_cert = optarg; break;
                 case OPT_EK_CA: c.ek_ca = optarg; break;
                 case OPT_EK_INTERMEDIATES: c.ek_intermediates = optarg; break;

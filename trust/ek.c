@@ -570,7 +570,25 @@ static int ek_candidate_from_nv(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_t
                 return first_error;
         return log_error_rc(-TG_ERR_EK_CERT,
                             "This TPM has no EK certificate in NV (firmware TPMs often have none). Give the EK "
-                            "certificate as a file, obtained from the TPM or platform vendor.");
+                            "certificate as a file with --ek-cert (tpm2_getekcertificate fetches it from the "
+                            "vendor's service: docs/hardware.md), or pin the EK signing key unproven with "
+                            "'tpmguard provision --trust-on-first-use' (docs/security.md says what that does "
+                            "not protect).");
+}
+
+int tg_ek_cert_in_nv(tg_tpm *tpm, bool *ret_present) {
+        bool present[ELEMENTSOF(ek_templates)];
+        int r;
+
+        assert(tpm && ret_present);
+        r = nv_indices_present(tpm, present);
+        if (r < 0)
+                return r;
+        *ret_present = false;
+        for (size_t i = 0; i < ELEMENTSOF(ek_templates); i++)
+                if (present[i])
+                        *ret_present = true;
+        return 0;
 }
 
 /* auth_session: authorizes PolicySecret(endorsement), salted to the certified EK. */

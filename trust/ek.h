@@ -94,6 +94,13 @@ int tg_ek_certified_prove(tg_tpm *tpm, tg_ek_certified *ek, ESYS_TR key, const T
 void tg_ek_certified_free(tg_ek_certified *ek);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tg_ek_certified *, tg_ek_certified_free);
 
+/*
+ * Whether any EK certificate index of the TCG templates is defined in NV
+ * (GetCapability, no session: an interposer can hide one, which at worst
+ * makes 'provision --trust-on-first-use' pin unproven, as it says it does).
+ */
+int tg_ek_cert_in_nv(tg_tpm *tpm, bool *ret_present);
+
 /* Both steps for an already loaded key (tests). */
 int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR auth_session, ESYS_TR key,
                      const TPM2B_NAME *key_name, tg_ek_result *ret);

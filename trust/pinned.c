@@ -123,6 +123,15 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         if (r < 0)
                 return r;
         copy_info(key.provisioned_at, sizeof key.provisioned_at, s);
+        /* Absent: a file written before TOFU existed, proven by a certificate. */
+        r = get_string(root, "ek_trust", false, &s);
+        if (r < 0)
+                return r;
+        if (s && strcmp(s, TG_PINNED_TRUST_TOFU) == 0)
+                key.tofu = true;
+        else if (s && strcmp(s, TG_PINNED_TRUST_CERT) != 0)
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file: field \"ek_trust\" is neither \"%s\" nor \"%s\".",
+                                    TG_PINNED_TRUST_CERT, TG_PINNED_TRUST_TOFU);
         r = tg_json_get_int(root, "ek_nv_index", 0, UINT32_MAX, false, &nv_index, &present, problem, sizeof problem);
         if (r == -TG_ERR_INVALID)
                 return log_error_rc(r, "pinned key file: field \"ek_nv_index\" %s.", problem);
@@ -184,7 +193,8 @@ int tg_pinned_key_format(const tg_pinned_key *key, char **ret) {
             json_object_object_add(root, "ek_certificate_issuer", json_object_new_string(key->ek_cert_issuer)) < 0 ||
             json_object_object_add(root, "ek_anchor_vendor", json_object_new_string(key->ek_anchor_vendor)) < 0 ||
             json_object_object_add(root, "ek_anchor_sha256", json_object_new_string(key->ek_anchor_sha256)) < 0 ||
-            json_object_object_add(root, "provisioned_at", json_object_new_string(key->provisioned_at)) < 0)
+            json_object_object_add(root, "provisioned_at", json_object_new_string(key->provisioned_at)) < 0 ||
+            json_object_object_add(root, "ek_trust", json_object_new_string(tg_pinned_trust(key))) < 0)
                 return -TG_ERR_NOMEM;
         s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
         if (!s)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <tss2/tss2_tpm2_types.h>
 
@@ -25,7 +26,19 @@ typedef struct tg_pinned_key {
         char ek_anchor_vendor[64]; /* vendor of the root CA the EK certificate chained to */
         char ek_anchor_sha256[65]; /* that root's SHA-256, hex */
         char provisioned_at[32];  /* RFC 3339, UTC */
+        /*
+         * Pinned on first use (provision --trust-on-first-use): no EK certificate
+         * proved the key a TPM's. Recorded as "ek_trust": "trust-on-first-use";
+         * verify, status and doctor say so every time.
+         */
+        bool tofu;
 } tg_pinned_key;
+
+#define TG_PINNED_TRUST_CERT "ek-certificate"
+#define TG_PINNED_TRUST_TOFU "trust-on-first-use"
+static inline const char *tg_pinned_trust(const tg_pinned_key *key) {
+        return key->tofu ? TG_PINNED_TRUST_TOFU : TG_PINNED_TRUST_CERT;
+}
 
 int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret);
 int tg_pinned_key_load(const char *state_dir, tg_pinned_key *ret);

@@ -72,7 +72,10 @@ static int bootstrap_session(const tg_config *config, tg_tpm *tpm, tg_handle *nu
         return 0;
 }
 
-/* Steps 1-3: the EK signing key, proven against the EK certificate; fills pinned. */
+/*
+ * Steps 1-3: the EK signing key, proven against the EK certificate; fills pinned.
+ * With options->trust_on_first_use and no EK certificate in NV: pinned unproven.
+ */
 static int provision_key(const tg_config *config, const tg_provision_options *options, tg_pinned_key *pinned) {
         _cleanup_tpm_ tg_tpm *tpm = NULL;
         _cleanup_(tg_ek_certified_freep) tg_ek_certified *certified = NULL;
@@ -88,10 +91,16 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
         time_t now = time(NULL);
         struct tm tm;
         TPM2B_PUBLIC tmpl;
+        bool tofu = false;
         TSS2_RC rc;
         int r;
 
-        if (!ek_options.ca_store || ek_options.ca_store[strspn(ek_options.ca_store, " \t")] == '\0')
+        if (options->trust_on_first_use && options->ek_cert_file)
+                return log_error_rc(-TG_ERR_INVALID,
+                                    "--trust-on-first-use and --ek-cert exclude each other: with a certificate the "
+                                    "key is proven, so drop --trust-on-first-use.");
+        if (!options->trust_on_first_use &&
+            (!ek_options.ca_store || ek_options.ca_store[strspn(ek_options.ca_store, " \t")] == '\0'))
                 return log_error_rc(-TG_ERR_EK_CERT,
                                     "No manufacturer CA store: give --ek-ca FILE|DIR or set ek_ca in %s (its default "
                                     "is the TPM manufacturers' CAs tpmguard ships). Without it the EK certificate "
@@ -110,16 +119,40 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
         r = bootstrap_session(config, tpm, &null_key, &session);
         if (r < 0)
                 return r;
-        r = tg_ek_certified_load(tpm, &ek_options, session.tr, &certified);
-        if (r < 0)
-                return r;
-        /* The EK is trusted now: its own salted session takes over (and swtpm's few slots are freed). */
-        tg_handle_release(&session);
-        tg_handle_release(&null_key);
+        if (options->trust_on_first_use) {
+                bool present;
 
-        tg_progress("Provisioning: creating the EK signing key and proving it (credential activation)...");
+                r = tg_ek_cert_in_nv(tpm, &present);
+                if (r < 0)
+                        return r;
+                /* A TPM that has a certificate is proven against it: TOFU only where there is none. */
+                tofu = !present;
+                if (present)
+                        log_info("This TPM has an EK certificate in NV: the EK signing key is proven against it, "
+                                 "and --trust-on-first-use is not used.");
+                if (present && (!ek_options.ca_store || ek_options.ca_store[strspn(ek_options.ca_store, " \t")] == '\0'))
+                        return log_error_rc(-TG_ERR_EK_CERT,
+                                            "No manufacturer CA store: give --ek-ca FILE|DIR or set ek_ca in %s.",
+                                            config->path);
+        }
+        if (!tofu) {
+                r = tg_ek_certified_load(tpm, &ek_options, session.tr, &certified);
+                if (r < 0)
+                        return r;
+                /* The EK is trusted now: its own salted session takes over (and swtpm's few slots are freed). */
+                tg_handle_release(&session);
+                tg_handle_release(&null_key);
+        }
+
+        tg_progress(tofu ? "Provisioning: creating the EK signing key (trust on first use: no proof)..."
+                         : "Provisioning: creating the EK signing key and proving it (credential activation)...");
         tg_template_ek_signing_key(&tmpl);
-        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT, tg_ek_certified_session(certified), ESYS_TR_NONE,
+        /*
+         * TOFU: the endorsement authorization goes in the bootstrap session, salted to the
+         * NULL key (the kernel's, when it exports a null_name): still never in clear.
+         */
+        rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT,
+                                tofu ? session.tr : tg_ek_certified_session(certified), ESYS_TR_NONE,
                                 ESYS_TR_NONE, &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs,
                                 &signer.tr, &signer_public, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS) {
@@ -139,6 +172,24 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
         r = tg_public_name(&signer_public->publicArea, &pinned->name);
         if (r < 0)
                 return r;
+
+        if (tofu) {
+                /*
+                 * Nothing proves this key is a TPM's: whatever answered now (a relay, a software
+                 * TPM in front of the real one) is trusted at every later boot. Said loudly here,
+                 * recorded in the pin, and repeated by verify, status and doctor.
+                 */
+                log_warning("TRUST ON FIRST USE: this TPM has no EK certificate, so nothing proves that the key "
+                            "being pinned belongs to a genuine TPM. If an interposer or a relayed software TPM "
+                            "answers right now, it is pinned and trusted at every boot. Later substitutions, "
+                            "resets and interposers ARE still detected against this pin. Acceptable for a "
+                            "firmware TPM (no bus to tap) on a machine you trust now; for a discrete TPM, get "
+                            "its EK certificate (docs/hardware.md).");
+                pinned->tofu = true;
+                gmtime_r(&now, &tm);
+                strftime(pinned->provisioned_at, sizeof pinned->provisioned_at, "%Y-%m-%dT%H:%M:%SZ", &tm);
+                return 0;
+        }
 
         r = tg_ek_certified_prove(tpm, certified, signer.tr, &pinned->name, &ek);
         if (r < 0)

@@ -15,6 +15,12 @@ typedef struct tg_provision_options {
         const char *output_dir;         /* NULL: config->state_dir */
         const tg_secret *endorsement_auth;
         const tg_secret *lockout_auth;  /* --lockout-auth-file: a lockout password someone else set */
+        /*
+         * --trust-on-first-use: when the TPM has no EK certificate in NV (and none is
+         * given), pin the EK signing key unproven (tg_pinned_key.tofu). With a certificate
+         * in NV the key is proven as usual.
+         */
+        bool trust_on_first_use;
 } tg_provision_options;
 
 /*

@@ -345,6 +345,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         r = tg_pinned_key_load(config->state_dir, &pinned);
         if (r < 0)
                 return r;
+        report->ek_tofu = pinned.tofu;
 
         r = tg_null_name_read(null_name_path, config->tcti, &kernel_null_name);
         if (r == -TG_ERR_NOT_FOUND) {

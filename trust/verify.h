@@ -36,6 +36,8 @@ typedef struct tg_verify_report {
         uint32_t restart_count;
         bool safe;
         bool cached;                    /* the NULL key came from this boot's verification cache */
+        bool ek_tofu;                   /* the pinned key was pinned on first use, unproven (provision
+                                         * --trust-on-first-use): say so wherever the verdict is shown */
 } tg_verify_report;
 
 typedef struct tg_verify_options {

@@ -70,7 +70,7 @@ op provision              bare     cold activatecred
 op verify                 enrolled cold certify
 op enroll                 enrolled cold certify create pcrread readpublic load unseal
 op seal-import            enrolled cold certify create pcrread readpublic
-op unlock-plugin-cold     enrolled cold certify readpublic load unseal
+op unlock-plugin-cold     enrolled cold certify readpublic load unseal inject
 op unlock-plugin-warm     enrolled warm readclock readpublic load unseal
 op unlock-cryptsetup-cold enrolled cold certify readpublic load unseal
 op unlock-cryptsetup-warm enrolled warm readclock readpublic load unseal
@@ -102,6 +102,13 @@ op lockout-reset          enrolled cold certify
 # directly, as at install time) replaced by a tpmguard one through the proxy;
 # an enrollment underneath, so enroll's tags.
 op migrate                enrolled cold certify create pcrread readpublic load unseal
+# A token without a PIN (issue 14 §3: --no-pin with allow_no_pin = yes),
+# enrolled directly before the proxy starts, unlocked through the plugin.
+# Against the injected unseal it is exposed, as documented (tpmguard(8),
+# docs/security.md); the PIN token (unlock-plugin-cold) withstands it. The
+# verification in front of the unseal is the PIN token's, so it meets the
+# "all" modes and the injected unseal only.
+op unlock-plugin-no-pin   enrolled cold inject
 
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
@@ -283,6 +290,21 @@ before_lockout-setup() {
 }
 run_lockout-setup() { expect_exit 0 "$TPMGUARD" lockout setup && test -s "$WORK/state/lockout-auth"; }
 run_lockout-reset() { expect_exit 0 "$TPMGUARD" lockout-reset; }
+before_unlock-plugin-no-pin() {
+        "$TPMGUARD" enroll --no-pin --pcrs 7 --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" >/dev/null 2>&1 ||
+                { echo "# enrolling the no-PIN token failed" >&2; return 1; }
+        nopin_token_id=$(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); t=$1} END {print t}')
+        if [ -z "$nopin_token_id" ] || [ "$nopin_token_id" = 0 ]; then
+                echo "# no second tpmguard token after the no-PIN enrolment" >&2
+                return 1
+        fi
+}
+run_unlock-plugin-no-pin() {
+        rm -f "$WORK/run/null-key.json"
+        after_proxy=fetch_enrolled_secret
+        expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" "$nopin_token_id" \
+                --secret-out "$WORK/secret.hex" </dev/null
+}
 run_verify-no-null-name() {
         without_null_name
         run_verify
@@ -356,6 +378,11 @@ mode tamper-unseal          unseal       --mode tamper --tamper Unseal:4:0x01
 mode reset-before-unseal    unseal       --mode reset --reset-after PolicyAuthValue:1
 mode drop-unseal            unseal       --mode drop --drop Unseal
 mode replay-unseal          unseal       --mode replay --replay Unseal:2
+# Issue 14 §3: during a normal unlock the interposer unseals the token with
+# commands of its own (Load, PolicyPCR, Unseal in its own unsalted policy
+# session), after the client left the bus, in the same boot. No verification
+# can stop this: the client is not involved. Only a secret in the policy can.
+mode inject-unseal          inject       --mode inject-unseal
 
 # --- expectations -----------------------------------------------------------
 # What each case must do:
@@ -370,6 +397,12 @@ mode replay-unseal          unseal       --mode replay --replay Unseal:2
 #   refused     the cryptsetup binary fails and prints the interposer message;
 #   failed      the cryptsetup binary fails (for attacks that are not
 #               diagnosed as an interposer: see the exceptions).
+#   exposed     the operation works, and the attack read the keyslot secret
+#               (a documented exposure, not a pass: the case fails if the
+#               secret is NOT in the interposer's findings, so the table
+#               cannot claim a protection that does not exist);
+#   withstood   the operation works, the attack ran and the TPM refused it;
+#               nothing leaks.
 # Every failing case must also leave the recovery keyslot working.
 expect_of() {
         local o=$1 m=$2 cli=exit:3 plugin=errno:2+interposer binary=refused
@@ -380,6 +413,12 @@ expect_of() {
         # and the TPM checks that name again in Load's HMAC. (A warm unlock
         # reads it in the audited proof of the cache, whose HMAC catches it.)
         unlock-*-cold/tamper-readpublic-area) echo ok; return ;;
+        # The injected unseal (issue 14 §3): the victim's unlock is not
+        # touched, so it works either way. Without a PIN the interposer's own
+        # policy session satisfies the policy and reads the secret; with one
+        # the TPM refuses its Unseal (PolicyAuthValue needs the PIN).
+        unlock-plugin-no-pin/inject-unseal) echo exposed; return ;;
+        */inject-unseal) echo withstood; return ;;
         # verify's last verification command is Certify; a reset after it
         # answered changes nothing verify reported (its FlushContexts then
         # fail, harmlessly). The next operation sees the reset (boot-reset).
@@ -522,15 +561,36 @@ bad = []
 def holds_secret(b):
     return any(s and s in b for s in secrets)
 records = [json.loads(l) for l in open(capture)]
+# The injected unseal's own commands (inject-unseal): what the attack read.
+exposed = []
 for r in records:
     for key in ("hex", "upstream_hex"):
         if r.get(key) and holds_secret(bytes.fromhex(r[key])):
-            bad.append("capture seq %s (%s %s, %s) holds a secret" % (r["seq"], r["command"], r["dir"], key))
+            (exposed if r.get("injected") else bad).append(
+                "capture seq %s (%s %s, %s) holds a secret" % (r["seq"], r["command"], r["dir"], key))
 if f.get("pins"):
     bad.append("PINs learned: %s" % f["pins"])
 for p in f.get("plaintexts", []):
-    if p.get("unsealed") or p.get("sensitive_data") or holds_secret(bytes.fromhex(p.get("data") or "")):
+    if p.get("injected"):
+        if holds_secret(bytes.fromhex(p.get("unsealed") or "")):
+            exposed.append("the injected Unseal read the keyslot secret")
+        else:
+            bad.append("the injected Unseal read something that is not the keyslot secret")
+    elif p.get("unsealed") or p.get("sensitive_data") or holds_secret(bytes.fromhex(p.get("data") or "")):
         bad.append("secret plaintext: %s %s" % (p.get("command"), p.get("direction")))
+if expect == "exposed":
+    if not exposed:
+        bad.append("expected the injected unseal to read the keyslot secret, but it did not")
+else:
+    bad.extend(exposed)
+inject = [a for a in f.get("attacks", []) if a.get("attack") == "inject-unseal"]
+if expect == "withstood":
+    if not inject:
+        bad.append("the injected unseal never ran")
+    elif any(a.get("result") != "refused" for a in inject) or not any(
+            s.get("command") == "Unseal" and s.get("rc") not in (None, "0x00000000")
+            for a in inject for s in a.get("steps", [])):
+        bad.append("the injected unseal was not refused by the TPM's Unseal: %s" % inject)
 for a in f.get("auth_values", []):
     v = bytes.fromhex(a.get("auth_value") or "")
     if v and (v in secrets or holds_secret(v)):
@@ -552,7 +612,7 @@ if expect == "n/a":
 elif expect != "ok" and not attacks:
     bad.append("the attack never happened (no findings.attacks)")
 print("# findings: %d commands, attacks %s, verified session keys %d, plaintexts %d, auth_values %d, pins %d" % (
-    sum(1 for r in records if r["dir"] == "command"),
+    sum(1 for r in records if r["dir"] == "command" and not r.get("injected")),
     sorted({a["attack"] for a in attacks}) or "none", len(verified),
     len(f.get("plaintexts", [])), len(f.get("auth_values", [])), len(f.get("pins", []))))
 for b in bad:
@@ -635,7 +695,8 @@ run_case() {
         # An attack on a command the operation never issues, or a substitution
         # with nothing to substitute, is "n/a": the operation must then simply
         # work and leak nothing.
-        if [ "$m" != record ] && ! $PY -c '
+        # The injected unseal never counts as n/a: it must have run.
+        if [ "$m" != record ] && [ "$m" != inject-unseal ] && ! $PY -c '
 import json, sys
 capture, findings, attacked = sys.argv[1:4]
 if attacked:
@@ -647,7 +708,7 @@ sys.exit(0 if json.load(open(findings)).get("attacks") else 1)' "$WORK/capture.j
         secrets_file
         check_findings "$expect" "$attacked" || return 1
         case $expect in
-        ok|n/a)
+        ok|n/a|exposed|withstood)
                 [ "$rc" = 0 ] || { echo "# expected the operation to work: $OUT_ALL" | head -5 >&2; return 1; } ;;
         exit:*)
                 [ "$rc" != 0 ] || { echo "# the operation worked under attack" >&2; return 1; }

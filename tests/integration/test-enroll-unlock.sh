@@ -39,6 +39,30 @@ wrong_pin_fails_and_counts() {
         recovery_opens "$WORK/disk.img"
 }
 
+# tpm2-tss prints its own ERROR/WARNING lines on expected refusals; in a
+# host such as systemd-cryptsetup in the booted system, nothing of tpmguard's
+# sets TSS2_LOG for it. The plugin quiets them while it runs, unless the
+# administrator set TSS2_LOG (issue 15 §4).
+test_case wrong_pin_prints_no_tss2_log_lines
+wrong_pin_prints_no_tss2_log_lines() {
+        setup_enrolled
+        printf '9999\n' >"$WORK/wrong"
+        local rc=0
+        ( unset TSS2_LOG; with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard \
+                --tries 1 "$WORK/disk.img" ) <"$WORK/wrong" >"$WORK/out" 2>"$WORK/err" || rc=$?
+        [ "$rc" != 0 ] || { echo "# a wrong PIN unlocked" >&2; return 1; }
+        expect_in "Wrong PIN" "$(cat "$WORK/err")"
+        refute_in "ERROR:esys" "$(cat "$WORK/err")"
+        refute_in "WARNING:" "$(cat "$WORK/err")"
+        # An administrator's TSS2_LOG wins, and the check above can fail: with
+        # errors switched on, the same wrong PIN shows tpm2-tss's own line.
+        rc=0
+        ( export TSS2_LOG=all+ERROR; with_plugin cryptsetup open --test-passphrase --token-only \
+                --token-type tpmguard --tries 1 "$WORK/disk.img" ) <"$WORK/wrong" >"$WORK/out" 2>"$WORK/err" || rc=$?
+        [ "$rc" != 0 ] || { echo "# a wrong PIN unlocked" >&2; return 1; }
+        expect_in "ERROR:esys" "$(cat "$WORK/err")"
+}
+
 test_case pcr_change_fails_with_reseal_hint
 pcr_change_fails_with_reseal_hint() {
         setup_enrolled

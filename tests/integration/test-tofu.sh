@@ -1,0 +1,157 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: `tpmguard provision --trust-on-first-use` (issue 15 §3) on
+# a swtpm started WITHOUT EK certificates in NV, as many firmware TPMs are.
+# Plain provision refuses and names the flag; with it the EK signing key is
+# pinned unproven, said loudly, recorded, and named by verify, verify --json,
+# status and doctor; a PIN unlock works; and what the pin still protects is
+# checked: a key substituted later by an interposer, and another TPM in the
+# place of the first, are both refused against the pinned key.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup tpm2_createprimary tpm2_nvreadpublic cryptsetup unshare python3
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+PY=/usr/bin/python3
+[ -x $PY ] || PY=python3
+PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
+
+token_open() {
+        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img"
+}
+
+# The fixture really made a TPM without EK certificates: no index of the TCG
+# EK certificate range is defined (checked with tpm2-tools, not tpmguard).
+no_ek_cert_in_nv() {
+        local idx
+        idx=$(TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_nvreadpublic 2>/dev/null | grep -oiE '^0x01c0000[0-9a-f]|^0x01c000[1-9a-f][0-9a-f]' || true)
+        [ -z "$idx" ] || { echo "# the fixture left EK certificate indices: $idx" >&2; return 1; }
+}
+
+test_case plain_provision_names_the_flag
+plain_provision_names_the_flag() {
+        tpm_setup --no-ek-cert
+        no_ek_cert_in_nv
+        expect_exit 8 "$TPMGUARD" provision
+        expect_in "no EK certificate in NV" "$ERR"
+        expect_in "--trust-on-first-use" "$ERR"
+        expect_in "--ek-cert" "$ERR"
+        [ ! -e "$WORK/state/ek-signing-key.json" ] || { echo "# something was pinned" >&2; return 1; }
+        # The flag never stands in for a certificate that is given.
+        expect_exit 2 "$TPMGUARD" provision --trust-on-first-use --ek-cert /dev/null
+        expect_in "exclude each other" "$ERR"
+}
+
+test_case tofu_pins_says_so_and_unlocks
+tofu_pins_says_so_and_unlocks() {
+        tpm_setup --no-ek-cert
+        expect_exit 0 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "TRUST ON FIRST USE" "$ERR"
+        expect_in "nothing proves" "$ERR"
+        expect_in "Provisioned ON TRUST" "$OUT"
+        grep -q '"ek_trust": "trust-on-first-use"' "$WORK/state/ek-signing-key.json" ||
+                { echo "# the pin does not record TOFU" >&2; cat "$WORK/state/ek-signing-key.json" >&2; return 1; }
+        # Provision went on to the lockout hierarchy, over a verification with the pin.
+        test -s "$WORK/state/lockout-auth"
+
+        expect_exit 0 "$TPMGUARD" verify
+        expect_in "TPM verified" "$OUT"
+        expect_in "pinned on first use" "$ERR"
+        expect_exit 0 "$TPMGUARD" verify --json
+        expect_in '"verdict": "verified"' "$OUT"
+        expect_in '"ek_trust": "trust-on-first-use"' "$OUT"
+
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_exit 0 token_open <"$WORK/pin"
+
+        expect_exit 0 "$TPMGUARD" status --json "$WORK/disk.img"
+        expect_in '"ek_trust": "trust-on-first-use"' "$OUT"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "ON TRUST" "$OUT"
+        "$TPMGUARD" doctor --json --initrd /dev/null "$WORK/disk.img" >"$WORK/doctor.json" 2>/dev/null || true
+        "$PY" - "$WORK/doctor.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+checks = [c for c in d["checks"] if c["check"] == "provisioning"]
+assert checks and checks[0]["status"] == "warning", checks
+assert "TRUST ON FIRST USE" in checks[0]["summary"], checks[0]
+PY
+}
+
+test_case certified_pin_is_not_reported_as_tofu
+certified_pin_is_not_reported_as_tofu() {
+        # A TPM with its EK certificate: the flag changes nothing, the key is proven.
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "not used" "$ERR"
+        refute_in "TRUST ON FIRST USE" "$ERR"
+        expect_in "proven against EK certificate" "$OUT"
+        expect_exit 0 "$TPMGUARD" verify --json
+        expect_in '"ek_trust": "ek-certificate"' "$OUT"
+}
+
+proxy_start() {
+        "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" --mode "$1" \
+                --findings "$WORK/findings.json" --record "$WORK/capture.jsonl" \
+                --pidfile "$WORK/proxy.pid" >"$WORK/proxy.log" 2>&1 &
+        for _ in $(seq 1 200); do
+                [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
+                sleep 0.05
+        done
+        [ -S "$WORK/evil.sock" ] || { echo "# proxy did not start" >&2; cat "$WORK/proxy.log" >&2; return 1; }
+        sed -i "s|^tcti = .*|tcti = swtpm:path=$WORK/evil.sock|" "$WORK/tpmguard.conf"
+}
+
+proxy_stop() {
+        local pid
+        pid=$(cat "$WORK/proxy.pid")
+        kill "$pid"
+        for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
+}
+
+test_case later_substitution_is_detected
+later_substitution_is_detected() {
+        tpm_setup --no-ek-cert
+        expect_exit 0 "$TPMGUARD" provision --trust-on-first-use
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+
+        # An interposer that arrives after provisioning swaps the keys the TPM
+        # returns for its own: the NULL key it offers is not certified by the
+        # pinned key, so verify and the unlock refuse (exit 3; the plugin
+        # fails, cryptsetup says why), and no session is salted to its key.
+        proxy_start substitute
+        expect_exit 3 "$TPMGUARD" verify --json
+        expect_in '"verdict": "interposer"' "$OUT"
+        expect_exit 1 token_open <"$WORK/pin"
+        expect_in "interposer" "$ERR"
+        proxy_stop
+        "$PY" - "$WORK/findings.json" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+assert any(a["attack"] == "substitute-public" for a in f["attacks"]), f["attacks"]
+assert not any(k.get("verified") for k in f.get("session_keys", [])), f["session_keys"]
+assert not f.get("plaintexts"), f["plaintexts"]
+PY
+
+        # Another TPM (also without certificates) in the place of the pinned
+        # one, as a relay installed after provisioning would offer: its EK
+        # signing key is not the pinned one.
+        "$FIXTURE" start "$WORK/other" --no-ek-cert >/dev/null
+        sed -i "s|^tcti = .*|tcti = $("$FIXTURE" tcti "$WORK/other")|" "$WORK/tpmguard.conf"
+        "$FIXTURE" null-name "$WORK/other" "$WORK/null_name"
+        expect_exit 3 "$TPMGUARD" verify
+        expect_in "not the pinned one" "$ERR"
+
+        # Back on the pinned TPM, everything works again.
+        sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        expect_exit 0 token_open <"$WORK/pin"
+}
+
+run_cases
