@@ -7,8 +7,6 @@
  */
 #include <errno.h>
 #include <libcryptsetup.h>
-#include <stdbool.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
@@ -61,33 +59,6 @@ static void log_detach(void) {
         tg_log_set_sink(NULL, NULL);
 }
 
-/*
- * tpm2-tss prints its own ERROR/WARNING lines to stderr on refusals we expect
- * and explain (a wrong PIN: "ERROR:esys:...Esys_Unseal() Esys Finish
- * ErrorCode"). The initrd flavours and tpmguard's units set TSS2_LOG for the
- * processes they start; systemd-cryptsetup in the booted system, or cryptsetup
- * run by hand, do not (issue 15 §4). tpm2-tss has no API for its log level: each
- * of its source files reads TSS2_LOG once, at its own first log call, and keeps
- * that level for the life of the process. So the variable only has to be set
- * while we work: set to all+NONE when it is unset (an administrator's TSS2_LOG,
- * any value, always wins), and removed again before we return, so the host's
- * environment is as we found it. What stays is tpm2-tss's per-file level, for
- * the files that logged while we ran (their next messages stay quiet in this
- * process too). setenv is not safe against other threads' getenv: the hosts
- * call token plugins from their one unlocking thread (cryptsetup,
- * systemd-cryptsetup), and nothing here starts a thread.
- */
-static bool tss2_log_quiet_begin(void) {
-        if (getenv("TSS2_LOG"))
-                return false;
-        return setenv("TSS2_LOG", "all+NONE", 0) == 0;
-}
-
-static void tss2_log_quiet_end(bool was_set) {
-        if (was_set)
-                (void) unsetenv("TSS2_LOG");
-}
-
 const char *cryptsetup_token_version(void) {
         return TPMGUARD_VERSION;
 }
@@ -96,18 +67,15 @@ int cryptsetup_token_open_pin(struct crypt_device *cd, int token, const char *pi
                               char **buffer, size_t *buffer_len, void *usrptr) {
         _cleanup_secret_ tg_secret *pin_secret = NULL, *passphrase = NULL;
         const char *json = NULL;
-        bool tss2_quieted;
         char *out;
         int r;
 
         if (!buffer || !buffer_len)
                 return -EINVAL;
         log_attach(cd);
-        tss2_quieted = tss2_log_quiet_begin();
 
         r = crypt_token_json_get(cd, token, &json);
         if (r < 0) {
-                tss2_log_quiet_end(tss2_quieted);
                 log_detach();
                 return -ENOENT;
         }
@@ -135,7 +103,6 @@ int cryptsetup_token_open_pin(struct crypt_device *cd, int token, const char *pi
 out:
         if (r < 0 && r != -TG_ERR_PIN_NEEDED)
                 log_debug("Token %d: %s.", token, tg_err_str(r));
-        tss2_log_quiet_end(tss2_quieted);
         log_detach();
         return r < 0 ? tg_err_to_cryptsetup_errno(r) : 0;
 }

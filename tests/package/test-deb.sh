@@ -137,8 +137,11 @@ fi
 if [ -d "$SRC/units" ]; then
         unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
         check "tpmguard-verify.service in $unitdir" test -f "$R$unitdir/tpmguard-verify.service"
+        check "systemd-cryptsetup@.service drop-in (quiet tpm2-tss) in $unitdir" \
+                grep -qx "Environment=TSS2_LOG=all+NONE" "$R$unitdir/systemd-cryptsetup@.service.d/tpmguard.conf"
 else
         skip "tpmguard-verify.service in the systemd unit directory" "no units/ in this tree"
+        skip "systemd-cryptsetup@.service drop-in in the systemd unit directory" "no units/ in this tree"
 fi
 
 # Nothing outside the places above.
