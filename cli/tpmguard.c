@@ -507,6 +507,7 @@ static json_object *verify_report_json(const tg_config *config, const tg_verify_
                                json_object_new_string(rep->kernel_null_name_present ? "present" : "absent"));
         json_object_object_add(o, "policy", json_object_new_string(tg_null_name_policy_to_string(config->kernel_null_name)));
         json_object_object_add(o, "anchor", json_object_new_string(tg_anchor_kind_to_string(rep->anchor)));
+        json_object_object_add(o, "cached", json_object_new_boolean(r >= 0 && rep->cached));
         json_object_object_add(o, "anchor_detects", json_object_new_string(tg_anchor_detects(rep->anchor)));
         if (rep->anchor == TG_ANCHOR_BOOT)
                 json_object_object_add(o, "anchor_recorded", json_object_new_boolean(rep->anchor_recorded));
