@@ -182,6 +182,9 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         r = use_minimal_pbkdf(cd);
         if (r < 0)
                 return r;
+        r = tg_pending_marker_sign(config->state_dir, cd, &m);
+        if (r < 0)
+                return r;
         r = tg_pending_marker_to_string(&m, &marker_json);
         if (r < 0)
                 return r;
@@ -266,7 +269,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         tg_fault_point("after-token-write");
         explicit_bzero(&token, sizeof token);
         /* From here on the enrollment is complete; the marker only says so. */
-        r = tg_pending_marker_resolve(cd, device, marker_id);
+        r = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id);
         if (r < 0)
                 log_warning("The enrollment is complete, but its pending marker (token %d) is left over; "
                             "'tpmguard cleanup %s' removes it.", marker_id, device);
@@ -278,7 +281,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
 
 undo:
         explicit_bzero(&token, sizeof token);
-        q = tg_pending_marker_resolve(cd, device, marker_id);
+        q = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id);
         if (q < 0)
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", device);
         else
