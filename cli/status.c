@@ -197,15 +197,21 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                 json_object_object_add(e, "valid", json_object_new_boolean(false));
                                 continue;
                         }
+                        /* An unsigned or wrongly signed marker (planted, edited, older tpmguard) directs nothing. */
+                        r = tg_pending_marker_authenticate(config->state_dir, cd, &m);
                         tg_pending_marker_plan(cd, id, &m, -1, &p);
                         json_object_object_add(e, "valid", json_object_new_boolean(true));
+                        json_object_object_add(e, "authenticated", json_object_new_boolean(m.authenticated));
                         json_object_object_add(e, "operation", json_object_new_string(m.operation));
                         json_object_object_add(e, "token", m.token >= 0 ? json_object_new_int(m.token) : NULL);
                         json_object_object_add(e, "old_keyslot", m.old_keyslot >= 0 ? json_object_new_int(m.old_keyslot) : NULL);
                         if (tg_pending_marker_is_passphrase_op(&m))
                                 json_object_object_add(e, "committed", json_object_new_boolean(m.committed));
                         json_object_object_add(e, "new_keyslot", json_object_new_int(m.new_keyslot));
-                        json_object_object_add(e, "resolution", json_object_new_string(p.roll_forward ? "complete" : "undo"));
+                        json_object_object_add(e, "resolution", json_object_new_string(
+                                r < 0 ? "none (the marker key is refused; see the error above)" :
+                                p.unauthenticated ? "remove the marker only (unauthenticated: no keyslot is destroyed)" :
+                                p.roll_forward ? "complete" : "undo"));
                         if (p.leftover_keyslot >= 0) {
                                 json_object *orphan = json_object_new_object();
                                 if (!orphan)
@@ -304,9 +310,14 @@ void tg_status_print(json_object *s, FILE *f) {
         fprintf(f, "\n");
         json_object_object_get_ex(s, "pending", &pending);
         for (size_t i = 0; i < json_object_array_length(pending); i++) {
-                json_object *p = json_object_array_get_idx(pending, i), *x, *y;
+                json_object *p = json_object_array_get_idx(pending, i), *x, *y, *a;
                 json_object_object_get_ex(p, "marker_token", &x);
-                if (json_object_object_get_ex(p, "operation", &y))
+                if (json_object_object_get_ex(p, "operation", &y) && json_object_object_get_ex(p, "authenticated", &a) &&
+                    !json_object_get_boolean(a))
+                        fprintf(f, "  UNAUTHENTICATED pending %s marker (token %d): no valid MAC, so it may be planted; "
+                                "cleanup removes it and destroys no keyslot\n", json_object_get_string(y),
+                                json_object_get_int(x));
+                else if (json_object_object_get_ex(p, "operation", &y))
                         fprintf(f, "  interrupted %s (marker token %d)\n", json_object_get_string(y), json_object_get_int(x));
                 else
                         fprintf(f, "  malformed pending marker (token %d)\n", json_object_get_int(x));

@@ -1103,11 +1103,11 @@ static int cmd_passwd(const cli *c, tg_config *config) {
         return 0;
 }
 
-static int cmd_remove(const cli *c, _unused_ tg_config *config) {
+static int cmd_remove(const cli *c, tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
-        r = tg_remove(c->args[0], c->token, &res);
+        r = tg_remove(config, c->args[0], c->token, &res);
         if (r < 0)
                 return log_error_rc(r, "Removal failed: %s.", tg_err_str(r));
         if (res.old_keyslot >= 0)
@@ -1117,11 +1117,11 @@ static int cmd_remove(const cli *c, _unused_ tg_config *config) {
         return 0;
 }
 
-static int cmd_cleanup(const cli *c, _unused_ tg_config *config) {
+static int cmd_cleanup(const cli *c, tg_config *config) {
         unsigned actions = 0;
         int r;
 
-        r = tg_cleanup(c->args[0], &actions);
+        r = tg_cleanup(config, c->args[0], &actions);
         if (r < 0)
                 return log_error_rc(r, "Cleanup failed: %s.", tg_err_str(r));
         printf(actions ? "Cleaned up %s (%u repairs).\n" : "Nothing to clean up on %s.\n", c->args[0], actions);
@@ -1239,10 +1239,10 @@ static const cli_command commands[] = {
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), CMD_CONFIG, cmd_recovery_key },
         { "passwd", "DEV", "Change a typed passphrase (authorized by the token's PIN or a passphrase)",
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(NEW_PASSPHRASE_FILE) | O(ITER_TIME), CMD_CONFIG, cmd_passwd },
-        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), 0, cmd_remove },
+        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), CMD_CONFIG, cmd_remove },
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), CMD_CONFIG, cmd_status },
-        { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, 0, cmd_cleanup },
+        { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, CMD_CONFIG, cmd_cleanup },
         { "migrate", "DEV", "Replace a systemd-tpm2 or clevis token by a tpmguard one (recovery passphrase authorizes)",
           OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(TOKEN) | O(KEEP_OLD), CMD_CONFIG, cmd_migrate },
         { "audit", "[DEV...]", "Which TPM-bound tokens an interposer, a TPM reset or a header edit can read",

@@ -8,10 +8,12 @@
  * the PIN-derived authValues) crosses it only in the salted, parameter-
  * encrypted sessions of a tg_verified_tpm; nothing here talks to the TPM
  * about a secret any other way. The LUKS2 header is attacker-editable, so
- * nothing read from it (tokens, pending markers) can weaken verification:
- * at worst an edited marker makes us destroy a keyslot it names, which an
- * attacker with write access to the header can do anyway; even then we
- * never destroy a keyslot that a token still references, nor the last one.
+ * nothing read from it (tokens, pending markers) can weaken verification,
+ * and a pending marker directs the destruction of a keyslot only when it
+ * carries this machine's MAC (tokens/marker-auth.c): a planted or edited
+ * marker is removed and nothing else is touched. Even an authentic marker
+ * never makes us destroy a keyslot that a token still references, nor the
+ * last one.
  *
  * Crash model: the process may die after any header write and after any
  * TPM command (power loss, kill). libcryptsetup commits a header change as
@@ -53,8 +55,6 @@
 #include "tpm.h"
 #include "util.h"
 #include "verify.h"
-
-#define TG_PENDING_VERSION 1
 
 /*
  * Selects the tpmguard token: the requested id, or the only one. With
@@ -240,6 +240,17 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
         r = marker_pbkdf_from_json(o, &m.pbkdf);
         if (r < 0)
                 return r;
+        if (json_object_object_get_ex(o, "mac", &v)) {
+                const char *mac = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+                bool hex = mac && strlen(mac) == TG_MARKER_MAC_HEX_SIZE - 1;
+
+                for (size_t i = 0; hex && mac[i]; i++)
+                        hex = (mac[i] >= '0' && mac[i] <= '9') || (mac[i] >= 'a' && mac[i] <= 'f');
+                if (!hex)
+                        return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"mac\" must be %d lowercase hex digits.",
+                                            TG_MARKER_MAC_HEX_SIZE - 1);
+                memcpy(m.mac, mac, TG_MARKER_MAC_HEX_SIZE);
+        }
         if (!json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array) ||
             json_object_array_length(arr) > 1)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"keyslots\" must list at most one keyslot.");
@@ -290,6 +301,8 @@ int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret) {
                 json_object_object_add(p, "parallel", json_object_new_int64(m->pbkdf.parallel));
                 json_object_object_add(o, "pbkdf", p);
         }
+        if (m->mac[0])
+                json_object_object_add(o, "mac", json_object_new_string(m->mac));
         s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
         if (!s)
                 return -TG_ERR_NOMEM;
@@ -373,6 +386,14 @@ void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pen
         tg_marker_plan p = { .leftover_keyslot = -1, .leftover_token = -1 };
         tg_token t;
 
+        /* A marker tpmguard cannot authenticate was planted, edited, copied from another volume or machine, or
+         * written by a tpmguard before markers were signed: it directs nothing. A planted "committed" passwd
+         * marker naming the recovery passphrase's keyslot as old must not make us destroy it. */
+        if (!m->authenticated) {
+                p.unauthenticated = true;
+                *ret = p;
+                return;
+        }
         if (tg_pending_marker_is_passphrase_op(m)) {
                 passphrase_marker_plan(cd, marker_id, m, &p);
                 goto last;
@@ -425,8 +446,8 @@ last:
  * so a crash in here leaves it for the next run.
  */
 /* proven_keyslot: the keyslot this run proved to be the token's (its unsealed secret opened it), or -1. */
-static int marker_resolve(struct crypt_device *cd, const char *device, int marker_id, bool interrupted,
-                          int proven_keyslot, unsigned *actions) {
+static int marker_resolve(const char *state_dir, struct crypt_device *cd, const char *device, int marker_id,
+                          bool interrupted, int proven_keyslot, unsigned *actions) {
         tg_pending_marker m;
         tg_marker_plan p;
         const char *json = NULL;
@@ -442,7 +463,31 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
                 return r;
         }
 
+        r = tg_pending_marker_authenticate(state_dir, cd, &m);
+        if (r < 0)
+                return log_error_rc(r, "Cannot check the pending marker (token %d) of %s: nothing was changed.",
+                                    marker_id, device);
         tg_pending_marker_plan(cd, marker_id, &m, proven_keyslot, &p);
+        if (p.unauthenticated) {
+                char slots[64] = "";
+
+                if (m.old_keyslot >= 0)
+                        snprintf(slots, sizeof slots, "%d (old) and ", m.old_keyslot);
+                snprintf(slots + strlen(slots), sizeof slots - strlen(slots), "%d (new)", m.new_keyslot);
+                log_warning("%s: the pending %s marker in token %d %s, so it may have been planted or edited in the "
+                            "header (or it was written by a tpmguard older than signed markers, or on another "
+                            "machine). Removing it without destroying any keyslot. It names keyslots %s: check "
+                            "them with 'cryptsetup luksDump %s', and only if one is really left over remove it "
+                            "with 'cryptsetup luksKillSlot %s N'.", device, m.operation, marker_id,
+                            m.mac[0] ? "has a MAC that does not verify" : "has no MAC", slots, device, device);
+                r = tg_luks_token_remove(cd, marker_id);
+                if (r < 0)
+                        return r;
+                tg_fault_point("after-marker-remove");
+                if (actions)
+                        (*actions)++;
+                return 0;
+        }
         if (interrupted && tg_pending_marker_is_passphrase_op(&m))
                 log_notice("%s: completing an interrupted %s (keyslot %d → %d): %s.", device, m.operation,
                            m.old_keyslot, m.new_keyslot,
@@ -497,14 +542,14 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
         return 0;
 }
 
-int tg_pending_marker_resolve(struct crypt_device *cd, const char *device, int marker_id) {
-        return marker_resolve(cd, device, marker_id, false, -1, NULL);
+int tg_pending_marker_resolve(const char *state_dir, struct crypt_device *cd, const char *device, int marker_id) {
+        return marker_resolve(state_dir, cd, device, marker_id, false, -1, NULL);
 }
 
-static int markers_resolve_all(struct crypt_device *cd, const char *device, unsigned *actions) {
+static int markers_resolve_all(const char *state_dir, struct crypt_device *cd, const char *device, unsigned *actions) {
         for (int id = 0; id < tg_luks_tokens_max(); id++)
                 if (tg_luks_token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
-                        int r = marker_resolve(cd, device, id, true, -1, actions);
+                        int r = marker_resolve(state_dir, cd, device, id, true, -1, actions);
                         if (r < 0)
                                 return log_error_rc(r, "Could not resolve the interrupted operation in token %d; "
                                                     "run 'tpmguard status %s' for details.", id, device);
@@ -516,6 +561,7 @@ static int markers_resolve_all(struct crypt_device *cd, const char *device, unsi
 
 typedef struct lifecycle {
         const char *device;
+        const char *state_dir;  /* where the marker key is */
         struct crypt_device *cd;
         tg_verified_tpm *v;
         tg_verify_report report;
@@ -535,11 +581,11 @@ static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *d
         tg_da_state da;
         int r;
 
-        *lc = (lifecycle) { .device = device, .proven_keyslot = -1 };
+        *lc = (lifecycle) { .device = device, .state_dir = config->state_dir, .proven_keyslot = -1 };
         r = tg_luks_open(device, &lc->cd);
         if (r < 0)
                 return r;
-        r = markers_resolve_all(lc->cd, device, NULL);
+        r = markers_resolve_all(lc->state_dir, lc->cd, device, NULL);
         if (r < 0)
                 return r;
         r = select_token(lc->cd, device, token, false, &lc->token_id, &lc->token, NULL);
@@ -666,7 +712,10 @@ static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const
         if (r < 0)
                 return r;
 
-        /* 1. The marker, before anything it describes exists. */
+        /* 1. The marker, signed, before anything it describes exists. */
+        r = tg_pending_marker_sign(lc->state_dir, lc->cd, &m);
+        if (r < 0)
+                return r;
         r = tg_pending_marker_to_string(&m, &marker_json);
         if (r < 0)
                 return r;
@@ -729,7 +778,7 @@ static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const
         tg_fault_point("after-token-switch");
 
         /* 5. Old keyslot and marker: the same code a later run uses after a crash. */
-        r = marker_resolve(lc->cd, lc->device, marker_id, false, lc->proven_keyslot, NULL);
+        r = marker_resolve(lc->state_dir, lc->cd, lc->device, marker_id, false, lc->proven_keyslot, NULL);
         if (r < 0)
                 return log_error_rc(r, "Token %d now uses keyslot %d, but the old keyslot %d is left over; "
                                     "run 'tpmguard cleanup %s'.", lc->token_id, new_keyslot, m.old_keyslot, lc->device);
@@ -738,7 +787,7 @@ static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const
 
 undo:
         explicit_bzero(&t, sizeof t);
-        q = marker_resolve(lc->cd, lc->device, marker_id, false, -1, NULL);
+        q = marker_resolve(lc->state_dir, lc->cd, lc->device, marker_id, false, -1, NULL);
         if (q < 0)
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
         else
@@ -968,11 +1017,11 @@ static int passphrase_begin(lifecycle *lc, const tg_config *config, const char *
                 return 0;
         }
 
-        *lc = (lifecycle) { .device = device, .token_id = -1, .proven_keyslot = -1 };
+        *lc = (lifecycle) { .device = device, .state_dir = config->state_dir, .token_id = -1, .proven_keyslot = -1 };
         r = tg_luks_open(device, &lc->cd);
         if (r < 0)
                 return r;
-        r = markers_resolve_all(lc->cd, device, NULL);
+        r = markers_resolve_all(lc->state_dir, lc->cd, device, NULL);
         if (r < 0)
                 return r;
         keyslot = crypt_activate_by_passphrase(lc->cd, NULL, CRYPT_ANY_SLOT, (const char *) auth->passphrase->data,
@@ -1042,7 +1091,10 @@ static int typed_keyslot_add(lifecycle *lc, const typed_keyslot_change *c, tg_pa
         if (r < 0)
                 return r;
 
-        /* 1. The marker, before anything it describes exists. */
+        /* 1. The marker, signed, before anything it describes exists. */
+        r = tg_pending_marker_sign(lc->state_dir, lc->cd, &m);
+        if (r < 0)
+                return r;
         r = tg_pending_marker_to_string(&m, &marker_json);
         if (r < 0)
                 return r;
@@ -1102,6 +1154,9 @@ static int typed_keyslot_add(lifecycle *lc, const typed_keyslot_change *c, tg_pa
         m.committed = true;
         free(marker_json);
         marker_json = NULL;
+        r = tg_pending_marker_sign(lc->state_dir, lc->cd, &m);
+        if (r < 0)
+                goto undo;
         r = tg_pending_marker_to_string(&m, &marker_json);
         if (r < 0)
                 goto undo;
@@ -1113,7 +1168,7 @@ static int typed_keyslot_add(lifecycle *lc, const typed_keyslot_change *c, tg_pa
         tg_fault_point("after-commit");
 
         /* 6. The replaced keyslot and the marker: the same code a later run uses after a crash. */
-        r = marker_resolve(lc->cd, lc->device, marker_id, false, -1, NULL);
+        r = marker_resolve(lc->state_dir, lc->cd, lc->device, marker_id, false, -1, NULL);
         if (r < 0)
                 return log_error_rc(r, "Keyslot %d is in place, but keyslot %d is left over; run 'tpmguard cleanup %s'.",
                                     new_keyslot, c->old_keyslot, lc->device);
@@ -1122,7 +1177,7 @@ static int typed_keyslot_add(lifecycle *lc, const typed_keyslot_change *c, tg_pa
         return 0;
 
 undo:
-        q = marker_resolve(lc->cd, lc->device, marker_id, false, -1, NULL);
+        q = marker_resolve(lc->state_dir, lc->cd, lc->device, marker_id, false, -1, NULL);
         if (q < 0)
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
         else
@@ -1240,7 +1295,7 @@ int tg_migrate(const tg_config *config, const char *device, int old_token, const
         r = tg_luks_open(device, &cd);
         if (r < 0)
                 return r;
-        r = markers_resolve_all(cd, device, NULL);
+        r = markers_resolve_all(config->state_dir, cd, device, NULL);
         if (r < 0)
                 return r;
         if (old_token < 0 || old_token >= tg_luks_tokens_max())
@@ -1305,7 +1360,7 @@ int tg_migrate(const tg_config *config, const char *device, int old_token, const
         return 0;
 }
 
-int tg_remove(const char *device, int token, tg_lifecycle_result *ret) {
+int tg_remove(const tg_config *config, const char *device, int token, tg_lifecycle_result *ret) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         tg_token t;
         bool valid;
@@ -1314,7 +1369,7 @@ int tg_remove(const char *device, int token, tg_lifecycle_result *ret) {
         r = tg_luks_open(device, &cd);
         if (r < 0)
                 return r;
-        r = markers_resolve_all(cd, device, NULL);
+        r = markers_resolve_all(config->state_dir, cd, device, NULL);
         if (r < 0)
                 return r;
         r = select_token(cd, device, token, true, &id, &t, &valid);
@@ -1357,7 +1412,7 @@ int tg_remove(const char *device, int token, tg_lifecycle_result *ret) {
         return 0;
 }
 
-int tg_cleanup(const char *device, unsigned *ret_actions) {
+int tg_cleanup(const tg_config *config, const char *device, unsigned *ret_actions) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         unsigned actions = 0;
         int r;
@@ -1365,7 +1420,7 @@ int tg_cleanup(const char *device, unsigned *ret_actions) {
         r = tg_luks_open(device, &cd);
         if (r < 0)
                 return r;
-        r = markers_resolve_all(cd, device, &actions);
+        r = markers_resolve_all(config->state_dir, cd, device, &actions);
         if (r < 0)
                 return r;
         for (int id = 0; id < tg_luks_tokens_max(); id++) {

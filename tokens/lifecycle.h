@@ -31,6 +31,20 @@
  * does only this.
  */
 #define TG_PENDING_TOKEN_TYPE "tpmguard-pending"
+#define TG_PENDING_VERSION 1
+
+/*
+ * Authentication (tokens/marker-auth.c): the header is attacker-writable, so
+ * tpmguard signs every marker it writes ("mac": HMAC-SHA256 under the
+ * root-only random key state_dir/marker.key, created on the first marker
+ * write, over the volume UUID and the marker's fields except "keyslots").
+ * Resolving a marker whose MAC is missing (an older tpmguard's, or a planted
+ * one) or wrong (edited, or written on another machine) destroys no
+ * keyslot: the marker is removed with a warning naming its keyslots.
+ */
+#define TG_MARKER_KEY_FILE_NAME "marker.key"
+#define TG_MARKER_KEY_SIZE 32
+#define TG_MARKER_MAC_HEX_SIZE 65   /* 64 hex digits and the NUL */
 
 /*
  * The passphrase operations (recovery-key, passwd) use the same marker with
@@ -62,6 +76,8 @@ typedef struct tg_pending_marker {
         int bound_keyslot;    /* the marker's own "keyslots" entry, -1 if none yet */
         bool committed;       /* passphrase operations: past the commit point */
         tg_pbkdf_fingerprint pbkdf; /* passphrase operations: the new keyslot's PBKDF; type "" if none */
+        char mac[TG_MARKER_MAC_HEX_SIZE]; /* "mac", lowercase hex; "" if absent */
+        bool authenticated;   /* set by tg_pending_marker_authenticate(), never by the parser */
 } tg_pending_marker;
 
 /* Is this a passphrase operation's marker (committed flag decides, not a token)? */
@@ -72,16 +88,40 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret);
 int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret);
 /* Completes or undoes what marker token marker_id records, then removes it (tokens/luks.c: enroll). */
 struct crypt_device;
-int tg_pending_marker_resolve(struct crypt_device *cd, const char *device, int marker_id);
+int tg_pending_marker_resolve(const char *state_dir, struct crypt_device *cd, const char *device, int marker_id);
+
+/*
+ * The marker key, state_dir/marker.key: 32 random bytes, root-owned, mode
+ * 0600, in a directory only root writes (tg_check_trusted); anything else is
+ * refused (-TG_ERR_CONFIG, with the fix). -TG_ERR_NOT_FOUND when it does not
+ * exist and !create; with create it is made (temporary file, then link(), so
+ * never half-written and never replaced).
+ */
+int tg_marker_key_load(const char *state_dir, bool create, tg_secret **ret);
+/* The MAC of m (its "mac" and "keyslots" aside) for the volume with this UUID, as lowercase hex. */
+int tg_pending_marker_mac(const tg_secret *key, const char *uuid, const tg_pending_marker *m,
+                          char ret[TG_MARKER_MAC_HEX_SIZE]);
+/* Does m carry the right MAC for this key and UUID (constant-time compare)? A missing "mac" never does. */
+bool tg_pending_marker_mac_matches(const tg_secret *key, const char *uuid, const tg_pending_marker *m);
+/* Sets m->mac for the volume cd, creating the key on first use. Call before every marker write. */
+int tg_pending_marker_sign(const char *state_dir, struct crypt_device *cd, tg_pending_marker *m);
+/*
+ * Sets m->authenticated: true only when the MAC verifies under the key in
+ * state_dir. No key, no "mac", a wrong MAC: false (returns 0). An error only
+ * when the key exists but cannot be trusted or read (nothing is decided then).
+ */
+int tg_pending_marker_authenticate(const char *state_dir, struct crypt_device *cd, tg_pending_marker *m);
 
 /* What resolving a marker does, decided without writing anything (status shows it). */
 typedef struct tg_marker_plan {
+        bool unauthenticated;   /* the MAC is missing or wrong: the marker is only removed, nothing destroyed */
         bool roll_forward;      /* the token already points at the new keyslot */
         int leftover_keyslot;   /* the keyslot to destroy, -1 if none */
         int leftover_token;     /* migrate: the old token to remove, -1 if none */
         const char *why_kept;   /* set when a keyslot looks left over but is not ours to destroy */
 } tg_marker_plan;
-/* proven_keyslot: a keyslot the caller proved to be the token's (its unsealed secret opened it), or -1. */
+/* proven_keyslot: a keyslot the caller proved to be the token's (its unsealed secret opened it), or -1.
+ * Call tg_pending_marker_authenticate() first: an unauthenticated marker plans nothing. */
 void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, int proven_keyslot,
                             tg_marker_plan *ret);
 
@@ -207,11 +247,11 @@ int tg_migrate(const tg_config *config, const char *device, int old_token, const
                const tg_enroll_options *options, bool keep_old, tg_migrate_result *ret);
 
 /* Removes a tpmguard token and its keyslot; never the last active keyslot. */
-int tg_remove(const char *device, int token, tg_lifecycle_result *ret);
+int tg_remove(const tg_config *config, const char *device, int token, tg_lifecycle_result *ret);
 
 /*
  * Finishes or undoes interrupted operations (pending markers) and removes
  * tpmguard tokens whose keyslot no longer exists. ret_actions (optional):
  * how many things were repaired.
  */
-int tg_cleanup(const char *device, unsigned *ret_actions);
+int tg_cleanup(const tg_config *config, const char *device, unsigned *ret_actions);

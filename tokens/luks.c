@@ -188,6 +188,9 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         r = use_minimal_pbkdf(cd);
         if (r < 0)
                 return r;
+        r = tg_pending_marker_sign(config->state_dir, cd, &m);
+        if (r < 0)
+                return r;
         r = tg_pending_marker_to_string(&m, &marker_json);
         if (r < 0)
                 return r;
@@ -273,7 +276,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         explicit_bzero(&token, sizeof token);
         /* From here on the enrollment is complete; the marker only says so (migrate: and resolving it
          * removes the old token and keyslot, the same code a later run uses after a crash). */
-        r = tg_pending_marker_resolve(cd, device, marker_id);
+        r = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id);
         if (r < 0)
                 log_warning("The enrollment is complete, but its pending marker (token %d) is left over%s; "
                             "'tpmguard cleanup %s' %s.", marker_id,
@@ -287,7 +290,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
 
 undo:
         explicit_bzero(&token, sizeof token);
-        q = tg_pending_marker_resolve(cd, device, marker_id);
+        q = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id);
         if (q < 0)
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", device);
         else

@@ -183,6 +183,28 @@ setup_enrolled_common() {
 
 setup_enrolled() { setup_enrolled_common "$@"; }
 
+# Signs the pending marker in file $1 for image $2 as tpmguard does
+# (tokens/marker-auth.c): HMAC-SHA256 under $WORK/state/marker.key over the
+# canonical field string, written as "mac". An independent implementation of
+# the canonical form, so a change to it breaks these tests. The key exists
+# once tpmguard has written one marker (enroll does).
+sign_marker() {
+        python3 - "$1" "$(cryptsetup luksUUID "$2")" "$WORK/state/marker.key" <<'PY'
+import hashlib, hmac, json, sys
+path, uuid, keyfile = sys.argv[1:4]
+m = json.load(open(path))
+m.pop("mac", None)
+p = m.get("pbkdf", {})
+msg = ("tpmguard pending marker v1\nuuid=%s\nversion=%d\noperation=%s\ntoken=%d\nold_keyslot=%d\n"
+       "new_keyslot=%d\ncommitted=%d\npbkdf=%d,%d,%d,%s\n") % (
+    uuid, m["version"], m["operation"], m.get("token", -1), m.get("old_keyslot", -1), m["new_keyslot"],
+    1 if m.get("committed") else 0, p.get("iterations", 0), p.get("memory", 0), p.get("parallel", 0),
+    p.get("type", ""))
+m["mac"] = hmac.new(open(keyfile, "rb").read(), msg.encode(), hashlib.sha256).hexdigest()
+json.dump(m, open(path, "w"))
+PY
+}
+
 # Runs a command (cryptsetup, or a wrapper such as valgrind around it) with
 # libcryptsetup loading tokens from a directory that holds only our freshly
 # built plugin:

@@ -348,6 +348,7 @@ status_and_cleanup_find_orphan_keyslot() {
         head -c 32 /dev/urandom | base64 | tr -d '\n' >"$WORK/orphan.key"
         printf '{"type":"tpmguard-pending","keyslots":[],"version":1,"operation":"rotate","token":0,"old_keyslot":1,"new_keyslot":2}' \
                 >"$WORK/marker.json"
+        sign_marker "$WORK/marker.json" "$WORK/disk.img"
         cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
         cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --hash sha512 --pbkdf-force-iterations 1000 \
                 --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/orphan.key"
@@ -365,6 +366,31 @@ status_and_cleanup_find_orphan_keyslot() {
         expect_in "Nothing to clean up" "$OUT"
 }
 
+# The same orphan with a marker tpmguard did not sign (an older tpmguard's,
+# or planted): nothing is destroyed, the marker goes with a warning that
+# names its keyslots and the next step.
+test_case cleanup_unsigned_marker_destroys_nothing
+cleanup_unsigned_marker_destroys_nothing() {
+        setup_enrolled
+        head -c 32 /dev/urandom | base64 | tr -d '\n' >"$WORK/orphan.key"
+        printf '{"type":"tpmguard-pending","keyslots":[],"version":1,"operation":"rotate","token":0,"old_keyslot":1,"new_keyslot":2}' \
+                >"$WORK/marker.json"
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --hash sha512 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/orphan.key"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "UNAUTHENTICATED pending rotate marker (token 1)" "$OUT"
+        refute_in "orphan keyslot 2" "$OUT"
+        [ "$(status_field 's["pending"][0]["authenticated"]')" = False ]
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        expect_in "has no MAC" "$ERR"
+        expect_in "names keyslots 1 (old) and 2 (new)" "$ERR"
+        expect_in "cryptsetup luksKillSlot $WORK/disk.img N" "$ERR"
+        cryptsetup open --test-passphrase --key-file "$WORK/orphan.key" "$WORK/disk.img"
+        refute grep -q tpmguard-pending <(cryptsetup luksDump "$WORK/disk.img")
+        pin_opens "$WORK/pin"
+}
+
 # A keyslot named by an unbound marker that tpmguard did not create (another
 # PBKDF) is never destroyed: the marker goes, the keyslot stays.
 test_case cleanup_keeps_foreign_keyslot
@@ -373,6 +399,7 @@ cleanup_keeps_foreign_keyslot() {
         printf 'second passphrase' >"$WORK/second.key"
         printf '{"type":"tpmguard-pending","keyslots":[],"version":1,"operation":"rotate","token":0,"old_keyslot":1,"new_keyslot":2}' \
                 >"$WORK/marker.json"
+        sign_marker "$WORK/marker.json" "$WORK/disk.img"
         cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
         cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
                 --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/second.key"

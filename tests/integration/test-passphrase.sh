@@ -166,6 +166,7 @@ cleanup_undoes_unbound_passwd_by_fingerprint() {
                 --pbkdf-parallel 1 --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/half.key"
         printf '{"type":"tpmguard-pending","keyslots":[],"version":1,"operation":"passwd","old_keyslot":0,"new_keyslot":2,"committed":false,"pbkdf":{"type":"argon2id","iterations":4,"memory":32768,"parallel":1}}' \
                 >"$WORK/marker.json"
+        sign_marker "$WORK/marker.json" "$WORK/disk.img"
         cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
         expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
         expect_in "interrupted passwd" "$OUT"
@@ -181,6 +182,79 @@ cleanup_undoes_unbound_passwd_by_fingerprint() {
         expect_in "Keeping keyslot 2" "$ERR"
         key_opens "$WORK/half.key"
         key_opens "$WORK/recovery.key"
+        pin_opens "$WORK/pin"
+}
+
+# The review's attack: a planted "committed" passwd marker whose old keyslot
+# is the recovery passphrase's (0) and whose new keyslot is the token's, with
+# that keyslot's PBKDF copied in. Unsigned, or signed and then edited, it
+# destroys nothing, in cleanup and in any lifecycle command; only a marker
+# signed with this machine's key (a real interrupted passwd) is completed.
+plant_passwd_marker() {
+        python3 - "$WORK/disk.img" "$WORK/marker.json" "$1" <<'PY'
+import json, subprocess, sys
+meta = json.loads(subprocess.run(["cryptsetup", "luksDump", "--dump-json-metadata", sys.argv[1]],
+                                 check=True, capture_output=True, text=True).stdout)
+new = [t for t in meta["tokens"].values() if t["type"] == "tpmguard"][0]["keyslots"][0]
+kdf = meta["keyslots"][new]["kdf"]
+m = {"type": "tpmguard-pending", "keyslots": [], "version": 1, "operation": "passwd",
+     "old_keyslot": int(sys.argv[3]), "new_keyslot": int(new), "committed": True,
+     "pbkdf": {"type": kdf["type"], "iterations": kdf.get("iterations", kdf.get("time", 0)),
+               "memory": kdf.get("memory", 0), "parallel": kdf.get("cpus", 0)}}
+json.dump(m, open(sys.argv[2], "w"))
+PY
+}
+
+keyslot0_active() { cryptsetup luksDump "$WORK/disk.img" | grep -q '^  0: luks2'; }
+
+test_case planted_passwd_marker_destroys_nothing
+planted_passwd_marker_destroys_nothing() {
+        setup_enrolled
+        keyslot0_active
+        # Unsigned: status says so, cleanup removes only the marker.
+        plant_passwd_marker 0
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "UNAUTHENTICATED pending passwd marker" "$OUT"
+        refute_in "orphan keyslot 0" "$OUT"
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        expect_in "has no MAC" "$ERR"
+        expect_in "names keyslots 0 (old) and 1 (new)" "$ERR"
+        keyslot0_active
+        key_opens "$WORK/recovery.key"
+        refute grep -q tpmguard-pending <(cryptsetup luksDump "$WORK/disk.img")
+        # Unsigned, then a lifecycle command: the same.
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "has no MAC" "$ERR"
+        keyslot0_active
+        key_opens "$WORK/recovery.key"
+        pin_opens "$WORK/pin"
+        # Signed with this machine's key for keyslot 3, then edited to name keyslot 0: the MAC fails.
+        plant_passwd_marker 3
+        sign_marker "$WORK/marker.json" "$WORK/disk.img"
+        sed -i 's/"old_keyslot": 3/"old_keyslot": 0/' "$WORK/marker.json"
+        grep -q '"old_keyslot": 0' "$WORK/marker.json"
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "UNAUTHENTICATED pending passwd marker" "$OUT"
+        expect_exit 0 "$TPMGUARD" passwd "${FAST[@]}" --pin-file "$WORK/pin" --key-slot 0 \
+                --new-passphrase-file "$WORK/new.pass" "$WORK/disk.img"
+        expect_in "has a MAC that does not verify" "$ERR"
+        expect_in "replaces keyslot 0" "$OUT"
+        printf 'a new passphrase' >"$WORK/new.key"
+        key_opens "$WORK/new.key"
+        # Signed with this machine's key (what a real interrupted passwd leaves): it is completed, and
+        # its old keyslot goes. The MAC alone decides; without it the checks above would prove nothing.
+        new_slot=$(sed -n 's/.*keyslot \([0-9]*\) replaces keyslot 0.*/\1/p' <<<"$OUT")
+        [ -n "$new_slot" ]
+        plant_passwd_marker "$new_slot"
+        sign_marker "$WORK/marker.json" "$WORK/disk.img"
+        cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "interrupted passwd" "$OUT"
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        refute key_opens "$WORK/new.key"
         pin_opens "$WORK/pin"
 }
 
