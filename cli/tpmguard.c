@@ -328,7 +328,7 @@ static json_object *lockout_result_json(const tg_lockout_result *res) {
 
 static int cmd_provision(const cli *c) {
         _cleanup_config_ tg_config *config = NULL;
-        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL, *oauth = NULL;
         tg_lockout_result lockout = {};
         tg_pinned_key pinned;
         tg_provision_options o = {
@@ -347,6 +347,10 @@ static int cmd_provision(const cli *c) {
         if (r < 0)
                 return r;
         o.endorsement_auth = eauth;
+        r = read_optional_secret(c->owner_auth_file, "Owner hierarchy password: ", &oauth);
+        if (r < 0)
+                return r;
+        o.owner_auth = oauth;
         r = read_lockout_auth(c, &lauth);
         if (r < 0)
                 return r;
@@ -372,6 +376,8 @@ static int cmd_provision(const cli *c) {
                 json_object_object_add(o_json, "ek_signing_key_name", json_object_new_string(name_hex));
                 json_object_object_add(o_json, "ek_template", json_object_new_string(pinned.ek_template));
                 json_object_object_add(o_json, "ek_nv_index", json_object_new_int64(pinned.ek_nv_index));
+                /* 0: not persisted; every verification re-creates the key. */
+                json_object_object_add(o_json, "ek_signing_key_handle", json_object_new_int64(pinned.persistent_handle));
                 json_object_object_add(o_json, "ek_certificate_sha256", json_object_new_string(pinned.ek_cert_sha256));
                 json_object_object_add(o_json, "ek_certificate_issuer", json_object_new_string(pinned.ek_cert_issuer));
                 json_object_object_add(o_json, "ek_anchor_vendor", json_object_new_string(pinned.ek_anchor_vendor));
@@ -1203,7 +1209,8 @@ static int cmd_help(const cli *c);
 
 static const cli_command commands[] = {
         { "provision", "", "Pin the EK signing key after proving it against the EK certificate; take the lockout hierarchy",
-          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), cmd_provision },
+          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(OWNER_AUTH) | O(LOCKOUT_AUTH) | O(JSON),
+          cmd_provision },
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
           O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), cmd_verify },
         { "enroll", "DEV", "Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token",

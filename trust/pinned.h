@@ -25,6 +25,12 @@ typedef struct tg_pinned_key {
         char ek_anchor_vendor[64]; /* vendor of the root CA the EK certificate chained to */
         char ek_anchor_sha256[65]; /* that root's SHA-256, hex */
         char provisioned_at[32];  /* RFC 3339, UTC */
+        /*
+         * Where provisioning persisted the key (0: not persisted; verification re-creates it).
+         * Not trusted for anything but finding the key: verification reads the public area at
+         * this handle and uses the key only if its name is the pinned name (verify.c).
+         */
+        uint32_t persistent_handle;
 } tg_pinned_key;
 
 int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret);
