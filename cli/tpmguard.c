@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -389,15 +390,24 @@ static int cmd_provision(const cli *c) {
                 printf("%s\n", json_object_to_json_string_ext(o_json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
         } else {
+                char persisted[96];
+
+                if (pinned.persistent_handle)
+                        snprintf(persisted, sizeof persisted, "persisted at 0x%08" PRIx32 ": verifications read it there",
+                                 pinned.persistent_handle);
+                else
+                        snprintf(persisted, sizeof persisted, "not persisted (see above): every verification re-creates it");
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
                        "  anchored by the %s root CA with SHA-256 %s\n"
                        "  pinned in %s/%s\n"
+                       "  %s\n"
                        "Compare the EK certificate's SHA-256 fingerprint above with a second, independent reading\n"
                        "(docs/hardware.md): a relay between this system and its TPM would show another one.\n",
                        name_hex, pinned.ek_cert_sha256, pinned.ek_template, pinned.ek_cert_issuer,
                        pinned.ek_anchor_vendor, pinned.ek_anchor_sha256,
-                       c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME);
+                       c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME,
+                       persisted);
                 r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
                 if (r < 0)
                         return r;

@@ -226,7 +226,8 @@ static void provision_persist(tg_verified_tpm *v, const tg_provision_options *op
                 return;
         }
         (void) Esys_TR_Close(esys, &persisted);
-        log_info("Persisted the EK signing key at 0x%08" PRIx32 ".", TG_EK_SIGNING_HANDLE);
+        /* Reported with the result (cmd_provision), not here: a log line would cut the progress line. */
+        log_debug("Persisted the EK signing key at 0x%08" PRIx32 ".", TG_EK_SIGNING_HANDLE);
         pinned->persistent_handle = TG_EK_SIGNING_HANDLE;
 }
 
