@@ -192,7 +192,7 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                 json_object_object_add(e, "valid", json_object_new_boolean(false));
                                 continue;
                         }
-                        tg_pending_marker_plan(cd, id, &m, &p);
+                        tg_pending_marker_plan(cd, id, &m, -1, &p);
                         json_object_object_add(e, "valid", json_object_new_boolean(true));
                         json_object_object_add(e, "operation", json_object_new_string(m.operation));
                         json_object_object_add(e, "token", m.token >= 0 ? json_object_new_int(m.token) : NULL);

@@ -133,12 +133,20 @@ static const struct option_doc {
 #define OPTS_SEAL (O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(OWNER_AUTH) | O(EAUTH) | \
                    O(ALLOW_UNEXTENDED))
 
+/* What the dispatcher does before a command runs. The synopsis decides the
+ * argument check: "" takes none, "DEV" exactly one device; any other synopsis
+ * is checked by the command. */
+enum {
+        CMD_CONFIG = 1 << 0, /* load tpmguard.conf (+ --config, --tcti) and pass it */
+};
+
 typedef struct cli_command {
         const char *name;
         const char *args;      /* synopsis of the arguments */
         const char *summary;
         uint64_t options;      /* besides OPTS_GENERAL */
-        int (*run)(const cli *c);
+        unsigned needs;        /* CMD_* */
+        int (*run)(const cli *c, tg_config *config);
 } cli_command;
 
 static const cli_command *command_find(const char *name);
@@ -327,8 +335,7 @@ static json_object *lockout_result_json(const tg_lockout_result *res) {
         return o;
 }
 
-static int cmd_provision(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_provision(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL, *oauth = NULL;
         tg_lockout_result lockout = {};
         tg_pinned_key pinned;
@@ -341,9 +348,6 @@ static int cmd_provision(const cli *c) {
         _cleanup_free_ char *name_hex = NULL;
         int r;
 
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
         if (r < 0)
                 return r;
@@ -416,8 +420,7 @@ static int cmd_provision(const cli *c) {
 }
 
 /* tpmguard lockout setup|export */
-static int cmd_lockout(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_lockout(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         tg_lockout_result res;
@@ -425,9 +428,6 @@ static int cmd_lockout(const cli *c) {
 
         if (c->n_args != 1 || (strcmp(c->args[0], "setup") != 0 && strcmp(c->args[0], "export") != 0))
                 return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard lockout setup|export");
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
 
         if (strcmp(c->args[0], "export") == 0) {
                 _cleanup_free_ char *hex = NULL;
@@ -474,16 +474,12 @@ static int cmd_lockout(const cli *c) {
         return lockout_result_print(&res, config->state_dir);
 }
 
-static int cmd_lockout_reset(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_lockout_reset(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         tg_lockout_state st;
         int r;
 
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
         if (r < 0)
                 return r;
@@ -527,6 +523,7 @@ static json_object *verify_report_json(const tg_config *config, const tg_verify_
                                json_object_new_string(rep->kernel_null_name_present ? "present" : "absent"));
         json_object_object_add(o, "policy", json_object_new_string(tg_null_name_policy_to_string(config->kernel_null_name)));
         json_object_object_add(o, "anchor", json_object_new_string(tg_anchor_kind_to_string(rep->anchor)));
+        json_object_object_add(o, "cached", json_object_new_boolean(r >= 0 && rep->cached));
         json_object_object_add(o, "anchor_detects", json_object_new_string(tg_anchor_detects(rep->anchor)));
         if (rep->anchor == TG_ANCHOR_BOOT)
                 json_object_object_add(o, "anchor_recorded", json_object_new_boolean(rep->anchor_recorded));
@@ -555,8 +552,7 @@ static int record_verify_result(const tg_config *config, const char *text) {
         return 0;
 }
 
-static int cmd_verify(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_verify(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *eauth = NULL;
         _cleanup_(json_object_putp) json_object *json = NULL;
         tg_verify_report report = {};
@@ -565,9 +561,6 @@ static int cmd_verify(const cli *c) {
         const char *text;
         int r, q;
 
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
         if (r < 0)
                 return r;
@@ -688,19 +681,13 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
         return 0;
 }
 
-static int cmd_enroll(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_enroll(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL;
         tg_enroll_options o = { .keyslot = c->keyslot };
         tg_pcr_values explicit_values;
         char pcrs[96];
         int keyslot, token, r;
 
-        if (c->n_args != 1)
-                return log_error_rc(-TG_ERR_INVALID, "enroll takes one argument: the LUKS2 device.");
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         if (c->unlock_key_file)
                 r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
         else
@@ -732,8 +719,7 @@ static int cmd_enroll(const cli *c) {
         return 0;
 }
 
-static int cmd_seal(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_seal(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *secret = NULL, *eauth = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_free_ char *json = NULL;
@@ -745,9 +731,6 @@ static int cmd_seal(const cli *c) {
 
         if (!c->secret_file)
                 return log_error_rc(-TG_ERR_INVALID, "seal needs --secret-file F (the keyslot secret; '-' = stdin).");
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = tg_secret_read_file(c->secret_file, 8192, &secret);
         if (r < 0)
                 return r;
@@ -779,8 +762,7 @@ static int cmd_seal(const cli *c) {
         return 0;
 }
 
-static int cmd_doctor(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_doctor(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *eauth = NULL;
         _cleanup_doctor_report_ tg_doctor_report *report = NULL;
         tg_doctor_options o = {
@@ -792,9 +774,6 @@ static int cmd_doctor(const cli *c) {
         };
         int r;
 
-        r = load_config(c, &config);
-        if (r < 0)
-                return log_error_rc(r, "Fix the configuration first: doctor needs it to know what to check.");
         r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
         if (r < 0)
                 return r;
@@ -818,12 +797,6 @@ static int cmd_doctor(const cli *c) {
 
 /* ---- lifecycle commands ---- */
 
-static int one_device(const cli *c, const char *command) {
-        if (c->n_args != 1)
-                return log_error_rc(-TG_ERR_INVALID, "%s takes one argument: the LUKS2 device.", command);
-        return 0;
-}
-
 /* The current PIN of the token, read only when the token has one. */
 static int read_current_pin(const cli *c, const tg_token *t, tg_secret **ret) {
         int r;
@@ -835,20 +808,12 @@ static int read_current_pin(const cli *c, const tg_token *t, tg_secret **ret) {
         return r < 0 ? log_error_rc(r, "The token needs its current PIN (terminal, or --pin-file F).") : 0;
 }
 
-/* The common start of change-pin and rotate: one device, the configuration,
- * and the token's current PIN when it has one. */
-static int token_command_begin(const cli *c, const char *command, tg_config **ret_config, tg_secret **ret_pin) {
-        _cleanup_config_ tg_config *config = NULL;
+/* The token's current PIN when it has one (change-pin and rotate unseal with it). */
+static int token_current_pin(const cli *c, tg_secret **ret_pin) {
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_token t;
         int r;
 
-        r = one_device(c, command);
-        if (r < 0)
-                return r;
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
         if (r < 0)
                 return r;
@@ -856,7 +821,6 @@ static int token_command_begin(const cli *c, const char *command, tg_config **re
         explicit_bzero(&t, sizeof t);
         if (r < 0)
                 return r;
-        *ret_config = TAKE_PTR(config);
         *ret_pin = TAKE_PTR(pin);
         return 0;
 }
@@ -875,13 +839,12 @@ static void print_sealed_policy(const cli *c, int token) {
         printf(": %s.\n", policy);
 }
 
-static int cmd_change_pin(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_change_pin(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL;
         tg_lifecycle_result res;
         int r;
 
-        r = token_command_begin(c, "change-pin", &config, &pin);
+        r = token_current_pin(c, &pin);
         if (r < 0)
                 return r;
         r = read_new_pin(config, c->new_pin_file, &new_pin);
@@ -895,13 +858,12 @@ static int cmd_change_pin(const cli *c) {
         return 0;
 }
 
-static int cmd_rotate(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_rotate(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_lifecycle_result res;
         int r;
 
-        r = token_command_begin(c, "rotate", &config, &pin);
+        r = token_current_pin(c, &pin);
         if (r < 0)
                 return r;
         r = tg_rotate(config, c->args[0], c->token, pin, &res);
@@ -918,8 +880,7 @@ static int cmd_rotate(const cli *c) {
  * Authorized by unsealing (the current PIN, which the new seal keeps) or by
  * a passphrase of the volume (then the new PIN is asked, twice).
  */
-static int cmd_reseal(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_reseal(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL, *unlock = NULL;
         tg_reseal_params p = {};
         tg_pcr_values explicit_values;
@@ -928,12 +889,6 @@ static int cmd_reseal(const cli *c) {
         char policy[128];
         int r;
 
-        r = one_device(c, "reseal");
-        if (r < 0)
-                return r;
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         p.pcr_bank = config->pcr_bank;
         p.pcr_mask = config->pcr_mask;
         p.allow_unextended = c->allow_unextended || config->allow_unextended_pcrs;
@@ -1050,19 +1005,12 @@ static int show_recovery_key(const tg_secret *key, int keyslot, void *userdata) 
         return tg_show_recovery_key(key, keyslot);
 }
 
-static int cmd_recovery_key(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_recovery_key(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL, *passphrase = NULL;
         tg_passphrase_auth auth;
         tg_passphrase_result res;
         int r;
 
-        r = one_device(c, "recovery-key");
-        if (r < 0)
-                return r;
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = passphrase_auth_from_cli(c, "Current passphrase or recovery key: ", &auth, &pin, &passphrase);
         if (r < 0)
                 return r;
@@ -1077,19 +1025,12 @@ static int cmd_recovery_key(const cli *c) {
         return 0;
 }
 
-static int cmd_passwd(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_passwd(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL, *passphrase = NULL, *new_passphrase = NULL;
         tg_passphrase_auth auth;
         tg_passphrase_result res;
         int r;
 
-        r = one_device(c, "passwd");
-        if (r < 0)
-                return r;
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = passphrase_auth_from_cli(c, "Current passphrase: ", &auth, &pin, &passphrase);
         if (r < 0)
                 return r;
@@ -1103,13 +1044,10 @@ static int cmd_passwd(const cli *c) {
         return 0;
 }
 
-static int cmd_remove(const cli *c) {
+static int cmd_remove(const cli *c, _unused_ tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
-        r = one_device(c, "remove");
-        if (r < 0)
-                return r;
         r = tg_remove(c->args[0], c->token, &res);
         if (r < 0)
                 return log_error_rc(r, "Removal failed: %s.", tg_err_str(r));
@@ -1120,13 +1058,10 @@ static int cmd_remove(const cli *c) {
         return 0;
 }
 
-static int cmd_cleanup(const cli *c) {
+static int cmd_cleanup(const cli *c, _unused_ tg_config *config) {
         unsigned actions = 0;
         int r;
 
-        r = one_device(c, "cleanup");
-        if (r < 0)
-                return r;
         r = tg_cleanup(c->args[0], &actions);
         if (r < 0)
                 return log_error_rc(r, "Cleanup failed: %s.", tg_err_str(r));
@@ -1140,16 +1075,12 @@ static int cmd_cleanup(const cli *c) {
  * of parsing tpmguard.conf with sed, so there is one parser (lib/config.c)
  * and the scripts see exactly what the binary will use.
  */
-static int cmd_config(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_config(const cli *c, tg_config *config) {
         _cleanup_free_ char *value = NULL;
         int r;
 
         if (c->n_args != 2 || strcmp(c->args[0], "get") != 0)
                 return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard config get KEY");
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = tg_config_get(config, c->args[1], &value);
         if (r < 0)
                 return r;
@@ -1163,18 +1094,11 @@ static int cmd_config(const cli *c) {
  * existed. Authorized by a passphrase of the volume, which proves that the
  * volume key is the one being recorded; the TPM is not involved.
  */
-static int cmd_bind(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_bind(const cli *c, tg_config *config) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         _cleanup_secret_ tg_secret *unlock = NULL;
         int r;
 
-        r = one_device(c, "bind");
-        if (r < 0)
-                return r;
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = tg_luks_open(c->args[0], &cd);
         if (r < 0)
                 return r;
@@ -1192,17 +1116,10 @@ static int cmd_bind(const cli *c) {
         return 0;
 }
 
-static int cmd_status(const cli *c) {
-        _cleanup_config_ tg_config *config = NULL;
+static int cmd_status(const cli *c, tg_config *config) {
         _cleanup_(json_object_putp) json_object *status = NULL;
         int r;
 
-        r = one_device(c, "status");
-        if (r < 0)
-                return r;
-        r = load_config(c, &config);
-        if (r < 0)
-                return r;
         r = tg_status(config, c->args[0], &status);
         if (r < 0)
                 return r;
@@ -1215,43 +1132,43 @@ static int cmd_status(const cli *c) {
         return 0;
 }
 
-static int cmd_help(const cli *c);
+static int cmd_help(const cli *c, tg_config *config);
 
 static const cli_command commands[] = {
         { "provision", "", "Pin the EK signing key after proving it against the EK certificate; take the lockout hierarchy",
           O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(OWNER_AUTH) | O(LOCKOUT_AUTH) | O(JSON),
-          cmd_provision },
+          CMD_CONFIG, cmd_provision },
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
-          O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), cmd_verify },
+          O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_verify },
         { "enroll", "DEV", "Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token",
-          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT), cmd_enroll },
+          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT), CMD_CONFIG, cmd_enroll },
         { "seal", "", "Seal a given keyslot secret; print token JSON for 'cryptsetup token import'",
-          OPTS_SEAL | O(SECRET_FILE), cmd_seal },
+          OPTS_SEAL | O(SECRET_FILE), CMD_CONFIG, cmd_seal },
         { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",
-          O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(JSON), cmd_doctor },
+          O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_doctor },
         { "change-pin", "DEV", "Change the PIN of a token (unseal, reseal with the new PIN)",
-          O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), cmd_change_pin },
+          O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_change_pin },
         { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",
-          O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY), cmd_rotate },
+          O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_rotate },
         { "reseal", "DEV", "Seal to new PCR values (after a firmware or boot chain update)",
           O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(UNLOCK_KEY_FILE) |
-          O(ALLOW_UNEXTENDED), cmd_reseal },
+          O(ALLOW_UNEXTENDED), CMD_CONFIG, cmd_reseal },
         { "recovery-key", "DEV", "Add a fresh recovery key (shown once), optionally replacing a keyslot",
-          O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), cmd_recovery_key },
+          O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), CMD_CONFIG, cmd_recovery_key },
         { "passwd", "DEV", "Change a typed passphrase (authorized by the token's PIN or a passphrase)",
-          O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(NEW_PASSPHRASE_FILE) | O(ITER_TIME), cmd_passwd },
-        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), cmd_remove },
+          O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(NEW_PASSPHRASE_FILE) | O(ITER_TIME), CMD_CONFIG, cmd_passwd },
+        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), 0, cmd_remove },
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
-          O(JSON), cmd_status },
-        { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, cmd_cleanup },
+          O(JSON), CMD_CONFIG, cmd_status },
+        { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, 0, cmd_cleanup },
         { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
-          O(UNLOCK_KEY_FILE), cmd_bind },
+          O(UNLOCK_KEY_FILE), CMD_CONFIG, cmd_bind },
         { "lockout", "setup|export", "Take the lockout hierarchy and set the DA parameters; print its password",
-          O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), cmd_lockout },
+          O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout },
         { "lockout-reset", "", "Reset the TPM's dictionary-attack counter (needs the lockout password)",
-          O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), cmd_lockout_reset },
-        { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, cmd_config },
-        { "help", "[COMMAND]", "Show this help, or one command's", 0, cmd_help },
+          O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout_reset },
+        { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, CMD_CONFIG, cmd_config },
+        { "help", "[COMMAND]", "Show this help, or one command's", 0, 0, cmd_help },
 };
 
 static const cli_command *command_find(const char *name) {
@@ -1281,7 +1198,7 @@ static int unknown_command(const char *name) {
         return log_error_rc(-TG_ERR_INVALID, "Unknown command \"%s\". See 'tpmguard help'.", name);
 }
 
-static int cmd_help(const cli *c) {
+static int cmd_help(const cli *c, _unused_ tg_config *config) {
         const cli_command *cmd;
 
         if (c->n_args == 0) {
@@ -1327,11 +1244,33 @@ static int parse_number(const char *option, const char *s, int max, int *ret) {
         return 0;
 }
 
+/* What every command needs before it runs, as its table entry says: its
+ * arguments (for the fixed synopses) and the configuration. */
+static int command_prepare(const cli_command *cmd, const cli *c, tg_config **ret_config) {
+        _cleanup_config_ tg_config *config = NULL;
+        int r;
+
+        if (cmd->args[0] == '\0' && c->n_args != 0)
+                return log_error_rc(-TG_ERR_INVALID, "%s takes no arguments (\"%s\"). See 'tpmguard %s --help'.",
+                                    cmd->name, c->args[0], cmd->name);
+        if (strcmp(cmd->args, "DEV") == 0 && c->n_args != 1)
+                return log_error_rc(-TG_ERR_INVALID, "%s takes one argument: the LUKS2 device. See 'tpmguard %s --help'.",
+                                    cmd->name, cmd->name);
+        if (cmd->needs & CMD_CONFIG) {
+                r = load_config(c, &config);
+                if (r < 0)
+                        return log_error_rc(r, "Fix the configuration first (tpmguard.conf(5)); %s needs it.", cmd->name);
+        }
+        *ret_config = TAKE_PTR(config);
+        return 0;
+}
+
 int main(int argc, char *argv[]) {
         static struct option options[_OPT_MAX + 1];
         char shorts[32] = "";
         uint64_t given = 0;
         const cli_command *cmd;
+        _cleanup_config_ tg_config *config = NULL;
         cli c = { .keyslot = CRYPT_ANY_SLOT, .token = CRYPT_ANY_TOKEN, .replace = -1 };
         bool want_help = false;
         int opt, r;
@@ -1458,7 +1397,9 @@ int main(int argc, char *argv[]) {
                 }
 
         json_printed = false;
-        r = cmd->run(&c);
+        r = command_prepare(cmd, &c, &config);
+        if (r >= 0)
+                r = cmd->run(&c, config);
         if (r < 0 && c.json && !json_printed)
                 json_failure(cmd->name, r);
         return tg_err_exit_code(r);

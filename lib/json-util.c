@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,6 +8,15 @@
 #include "error.h"
 #include "json-util.h"
 #include "util.h"
+
+_printf_(3, 4) static int problem_set(char *problem, size_t problem_size, const char *fmt, ...) {
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(problem, problem_size, fmt, ap);
+        va_end(ap);
+        return -TG_ERR_INVALID;
+}
 
 static const char *type_phrase(json_type type) {
         switch (type) {
@@ -110,4 +120,44 @@ int tg_json_get_hex(json_object *o, const char *key, size_t min_size, size_t max
         *ret = TAKE_PTR(bytes);
         *ret_size = n;
         return 0;
+}
+
+int tg_json_parse_object(const char *text, size_t size, json_object **ret, char *problem, size_t problem_size) {
+        _cleanup_(json_tokener_freep) json_tokener *tok = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        enum json_tokener_error jerr;
+        size_t end;
+
+        if (size > INT32_MAX || memchr(text, '\0', size))
+                return problem_set(problem, problem_size, "contains a NUL byte or is too large");
+        tok = json_tokener_new();
+        if (!tok)
+                return -TG_ERR_NOMEM;
+        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+        o = json_tokener_parse_ex(tok, text, (int) size);
+        jerr = json_tokener_get_error(tok);
+        if (!o || jerr != json_tokener_success)
+                return problem_set(problem, problem_size, "is not valid JSON (%s)",
+                                   json_tokener_error_desc(jerr == json_tokener_success ? json_tokener_error_parse_eof : jerr));
+        for (end = json_tokener_get_parse_end(tok); end < size && strchr(" \t\r\n", text[end]); end++)
+                ;
+        if (end != size)
+                return problem_set(problem, problem_size, "has trailing data at offset %zu", end);
+        if (!json_object_is_type(o, json_type_object))
+                return problem_set(problem, problem_size, "is not a JSON object");
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int tg_json_read_object(const char *path, size_t max_size, json_object **ret, char *problem, size_t problem_size) {
+        _cleanup_free_ uint8_t *data = NULL;
+        size_t size;
+        int r;
+
+        r = tg_read_file(path, max_size, &data, &size);
+        if (r == -TG_ERR_NOT_FOUND)
+                return r;
+        if (r < 0)
+                return problem_set(problem, problem_size, "cannot be read (%s)", tg_err_str(r));
+        return tg_json_parse_object((const char *) data, size, ret, problem, problem_size);
 }

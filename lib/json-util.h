@@ -9,6 +9,7 @@
 #include "macro.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(json_object *, json_object_put);
+DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free);
 #define _cleanup_json_ _cleanup_(json_object_putp)
 
 /*
@@ -34,3 +35,16 @@ int tg_json_get_int(json_object *o, const char *key, int64_t min, int64_t max, b
 /* A string of hex digits encoding between min_size and max_size bytes; *ret is malloc'ed. */
 int tg_json_get_hex(json_object *o, const char *key, size_t min_size, size_t max_size, bool required, uint8_t **ret,
                     size_t *ret_size, char *problem, size_t problem_size);
+
+/*
+ * Parses text[0..size) as exactly one JSON object, in json-c's strict mode:
+ * no NUL byte, nothing after the object but whitespace. A parser that stops
+ * at the first complete value would let an attacker who can append to a
+ * state file or a header field hide data after it. *ret only on success;
+ * on failure -TG_ERR_INVALID and a phrase in problem, like the getters.
+ */
+int tg_json_parse_object(const char *text, size_t size, json_object **ret, char *problem, size_t problem_size);
+
+/* Reads path (at most max_size bytes) and parses it with tg_json_parse_object();
+ * -TG_ERR_NOT_FOUND when it does not exist (nothing logged). */
+int tg_json_read_object(const char *path, size_t max_size, json_object **ret, char *problem, size_t problem_size);

@@ -13,6 +13,7 @@
  */
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _unused_ __attribute__((unused))
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 

@@ -60,26 +60,21 @@ int tg_volume_fingerprint(struct crypt_device *cd, int keyslot, const tg_secret 
 
 /* Reads volumes.json: NULL (and 0) when it does not exist. Strict: a malformed file is an error. */
 static int bindings_load(const char *path, json_object **ret) {
-        _cleanup_free_ uint8_t *data = NULL;
         _cleanup_json_ json_object *root = NULL;
         char problem[TG_JSON_PROBLEM_MAX];
         json_object *volumes;
         int64_t version;
-        size_t size;
         int r;
 
-        r = tg_read_file(path, BINDINGS_MAX_SIZE, &data, &size);
+        r = tg_json_read_object(path, BINDINGS_MAX_SIZE, &root, problem, sizeof problem);
         if (r == -TG_ERR_NOT_FOUND) {
                 *ret = NULL;
                 return 0;
         }
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "%s %s.", path, problem);
         if (r < 0)
-                return log_error_rc(r, "Cannot read %s.", path);
-        if (memchr(data, '\0', size))
-                return log_error_rc(-TG_ERR_INVALID, "%s contains a NUL byte.", path);
-        root = json_tokener_parse((const char *) data);
-        if (!root || !json_object_is_type(root, json_type_object))
-                return log_error_rc(-TG_ERR_INVALID, "%s is not a JSON object.", path);
+                return r;
         r = tg_json_get_int(root, "version", BINDINGS_VERSION, BINDINGS_VERSION, true, &version, NULL, problem,
                             sizeof problem);
         if (r == 0)
@@ -152,6 +147,60 @@ int tg_volume_binding_present(const char *state_dir, const char *uuid, bool *ret
         return 0;
 }
 
+/*
+ * The volume key must be what protects the data. A copy of the victim's
+ * header (same UUID, keyslot, digest and token, so the fingerprint matches)
+ * whose data segment says "cipher_null" maps the attacker's plaintext root
+ * with the real key ignored; a segment of another type (linear, as during
+ * an in-place encryption or decryption, or hw-opal on a drive of the
+ * attacker's) does the same. Such a volume is never unlocked with the TPM:
+ * only "crypt" segments with a real cipher. (A volume in the middle of
+ * cryptsetup reencrypt --encrypt/--decrypt opens with its passphrase.)
+ */
+static int segments_check(struct crypt_device *cd) {
+        _cleanup_json_ json_object *root = NULL;
+        char problem[TG_JSON_PROBLEM_MAX];
+        json_object *segments = NULL;
+        const char *json = NULL, *uuid = crypt_get_uuid(cd);
+        int r;
+
+        r = crypt_dump_json(cd, &json, 0);
+        if (r < 0 || !json)
+                return log_error_rc(-TG_ERR_VOLUME_BINDING, "Cannot read the LUKS2 metadata of the volume (%s).",
+                                    strerror(-r));
+        r = tg_json_parse_object(json, strlen(json), &root, problem, sizeof problem);
+        if (r == 0)
+                r = tg_json_get(root, "segments", json_type_object, true, &segments, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(-TG_ERR_VOLUME_BINDING, "The volume's LUKS2 metadata: \"segments\" %s.", problem);
+        if (r < 0)
+                return r;
+        json_object_object_foreach(segments, id, seg) {
+                json_object *type = NULL, *enc = NULL;
+
+                if (json_object_is_type(seg, json_type_object)) {
+                        (void) json_object_object_get_ex(seg, "type", &type);
+                        (void) json_object_object_get_ex(seg, "encryption", &enc);
+                }
+                if (!type || !json_object_is_type(type, json_type_string) ||
+                    strcmp(json_object_get_string(type), "crypt") != 0)
+                        return log_alert_rc(-TG_ERR_VOLUME_BINDING,
+                                            "Volume %s: data segment %s is of type \"%s\", not encrypted by dm-crypt "
+                                            "with the volume key: the TPM secret is not used for it (a decoy volume "
+                                            "can copy a header and map plaintext this way). If a reencryption is in "
+                                            "progress, unlock with the passphrase and let it finish.",
+                                            uuid ? uuid : "(no UUID)", id, type ? json_object_get_string(type) : "(none)");
+                if (!enc || !json_object_is_type(enc, json_type_string) ||
+                    strcasestr(json_object_get_string(enc), "null"))
+                        return log_alert_rc(-TG_ERR_VOLUME_BINDING,
+                                            "Volume %s: data segment %s uses the cipher \"%s\", which ignores the "
+                                            "volume key: a decoy volume is suspected, and the TPM secret is not used "
+                                            "for it.",
+                                            uuid ? uuid : "(no UUID)", id, enc ? json_object_get_string(enc) : "(none)");
+        }
+        return 0;
+}
+
 int tg_volume_binding_check(const char *state_dir, struct crypt_device *cd, int keyslot, const tg_secret *passphrase) {
         _cleanup_free_ char *path = NULL;
         _cleanup_free_ uint8_t *want = NULL;
@@ -163,6 +212,9 @@ int tg_volume_binding_check(const char *state_dir, struct crypt_device *cd, int 
         size_t want_size = 0;
         int r;
 
+        r = segments_check(cd);
+        if (r < 0)
+                return r;
         r = bindings_path(state_dir, &path);
         if (r < 0)
                 return r;

@@ -28,6 +28,11 @@
  * decoy match. The file is as trustworthy as the initrd that carries it:
  * the decoy attack assumes the good PCR state, i.e. the genuine initrd.
  *
+ * The fingerprint binds the key, not how the data segment uses it: a copy of
+ * the victim's whole header whose segment says cipher_null (or linear, or
+ * hw-opal) would match and map the attacker's plaintext. So the check first
+ * requires every data segment to be dm-crypt with a real cipher.
+ *
  * A machine with no volumes.json at all (enrolled before bindings existed)
  * is not protected; the unlock goes on with a warning and doctor reports it
  * until 'tpmguard bind DEVICE' records the binding.

@@ -312,7 +312,8 @@ static void passphrase_marker_plan(struct crypt_device *cd, int marker_id, const
                 p->why_kept = "its PBKDF is not the one tpmguard chose for it, so it was added by someone else";
 }
 
-void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *ret) {
+void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, int proven_keyslot,
+                            tg_marker_plan *ret) {
         tg_marker_plan p = { .leftover_keyslot = -1 };
         tg_token t;
 
@@ -329,9 +330,20 @@ void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pen
         if (p.roll_forward && m->old_keyslot < 0) {
                 /* enroll: nothing is left over */
         } else if (p.roll_forward) {
-                /* The old keyslot held the secret the token no longer seals. */
-                if (tg_luks_keyslot_active(cd, m->old_keyslot) && !tg_luks_keyslot_referenced(cd, m->old_keyslot, marker_id))
-                        p.leftover_keyslot = m->old_keyslot;
+                /* The old keyslot held the secret the token no longer seals. Its number comes from the header
+                 * (the old token, the marker), which an attacker writes: an edited token that names the
+                 * recovery passphrase's keyslot must never make us destroy it, least of all after the owner
+                 * has just proven that passphrase (reseal --unlock-key-file). Ours only if this run's unseal
+                 * opened it, or it has the PBKDF tpmguard gives its keyslots (a passphrase's keyslot with
+                 * that PBKDF would no longer open with the passphrase). */
+                if (tg_luks_keyslot_active(cd, m->old_keyslot) && !tg_luks_keyslot_referenced(cd, m->old_keyslot, marker_id)) {
+                        if (m->old_keyslot == proven_keyslot || tg_luks_keyslot_has_minimal_pbkdf(cd, m->old_keyslot))
+                                p.leftover_keyslot = m->old_keyslot;
+                        else
+                                p.why_kept = "nothing shows it is tpmguard's (no unseal opened it, and its PBKDF is "
+                                             "not the one tpmguard gives its keyslots): if it is not a passphrase's "
+                                             "keyslot, remove it with 'cryptsetup luksKillSlot'";
+                }
         } else if (tg_luks_keyslot_active(cd, m->new_keyslot) && !tg_luks_keyslot_referenced(cd, m->new_keyslot, marker_id)) {
                 /* Ours only if the marker was bound to it, or it has the PBKDF tpmguard gives its keyslots. */
                 if (m->bound_keyslot == m->new_keyslot || tg_luks_keyslot_has_minimal_pbkdf(cd, m->new_keyslot))
@@ -352,7 +364,9 @@ last:
  * marker records, then removes the marker. Idempotent: the marker goes last,
  * so a crash in here leaves it for the next run.
  */
-static int marker_resolve(struct crypt_device *cd, const char *device, int marker_id, bool interrupted, unsigned *actions) {
+/* proven_keyslot: the keyslot this run proved to be the token's (its unsealed secret opened it), or -1. */
+static int marker_resolve(struct crypt_device *cd, const char *device, int marker_id, bool interrupted,
+                          int proven_keyslot, unsigned *actions) {
         tg_pending_marker m;
         tg_marker_plan p;
         const char *json = NULL;
@@ -368,7 +382,7 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
                 return r;
         }
 
-        tg_pending_marker_plan(cd, marker_id, &m, &p);
+        tg_pending_marker_plan(cd, marker_id, &m, proven_keyslot, &p);
         if (interrupted && tg_pending_marker_is_passphrase_op(&m))
                 log_notice("%s: completing an interrupted %s (keyslot %d → %d): %s.", device, m.operation,
                            m.old_keyslot, m.new_keyslot,
@@ -408,13 +422,13 @@ static int marker_resolve(struct crypt_device *cd, const char *device, int marke
 }
 
 int tg_pending_marker_resolve(struct crypt_device *cd, const char *device, int marker_id) {
-        return marker_resolve(cd, device, marker_id, false, NULL);
+        return marker_resolve(cd, device, marker_id, false, -1, NULL);
 }
 
 static int markers_resolve_all(struct crypt_device *cd, const char *device, unsigned *actions) {
         for (int id = 0; id < tg_luks_tokens_max(); id++)
                 if (tg_luks_token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)) {
-                        int r = marker_resolve(cd, device, id, true, actions);
+                        int r = marker_resolve(cd, device, id, true, -1, actions);
                         if (r < 0)
                                 return log_error_rc(r, "Could not resolve the interrupted operation in token %d; "
                                                     "run 'tpmguard status %s' for details.", id, device);
@@ -431,6 +445,7 @@ typedef struct lifecycle {
         tg_verify_report report;
         int token_id;
         tg_token token;
+        int proven_keyslot;     /* the token's keyslot once this run's unseal opened it, else -1 */
 } lifecycle;
 
 static void lifecycle_done(lifecycle *lc) {
@@ -444,7 +459,7 @@ static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *d
         tg_da_state da;
         int r;
 
-        *lc = (lifecycle) { .device = device };
+        *lc = (lifecycle) { .device = device, .proven_keyslot = -1 };
         r = tg_luks_open(device, &lc->cd);
         if (r < 0)
                 return r;
@@ -486,6 +501,7 @@ static int unseal_current(lifecycle *lc, const tg_secret *pin, tg_secret **ret) 
         if (r < 0)
                 return log_error_rc(-TG_ERR_TOKEN, "The secret of token %d does not open its keyslot %d (%s): "
                                     "nothing was changed.", lc->token_id, lc->token.keyslot, strerror(-r));
+        lc->proven_keyslot = lc->token.keyslot;
         *ret = TAKE_PTR(secret);
         return 0;
 }
@@ -637,7 +653,7 @@ static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const
         tg_fault_point("after-token-switch");
 
         /* 5. Old keyslot and marker: the same code a later run uses after a crash. */
-        r = marker_resolve(lc->cd, lc->device, marker_id, false, NULL);
+        r = marker_resolve(lc->cd, lc->device, marker_id, false, lc->proven_keyslot, NULL);
         if (r < 0)
                 return log_error_rc(r, "Token %d now uses keyslot %d, but the old keyslot %d is left over; "
                                     "run 'tpmguard cleanup %s'.", lc->token_id, new_keyslot, m.old_keyslot, lc->device);
@@ -646,7 +662,7 @@ static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const
 
 undo:
         explicit_bzero(&t, sizeof t);
-        q = marker_resolve(lc->cd, lc->device, marker_id, false, NULL);
+        q = marker_resolve(lc->cd, lc->device, marker_id, false, -1, NULL);
         if (q < 0)
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
         else
@@ -876,7 +892,7 @@ static int passphrase_begin(lifecycle *lc, const tg_config *config, const char *
                 return 0;
         }
 
-        *lc = (lifecycle) { .device = device, .token_id = -1 };
+        *lc = (lifecycle) { .device = device, .token_id = -1, .proven_keyslot = -1 };
         r = tg_luks_open(device, &lc->cd);
         if (r < 0)
                 return r;
@@ -1021,7 +1037,7 @@ static int typed_keyslot_add(lifecycle *lc, const typed_keyslot_change *c, tg_pa
         tg_fault_point("after-commit");
 
         /* 6. The replaced keyslot and the marker: the same code a later run uses after a crash. */
-        r = marker_resolve(lc->cd, lc->device, marker_id, false, NULL);
+        r = marker_resolve(lc->cd, lc->device, marker_id, false, -1, NULL);
         if (r < 0)
                 return log_error_rc(r, "Keyslot %d is in place, but keyslot %d is left over; run 'tpmguard cleanup %s'.",
                                     new_keyslot, c->old_keyslot, lc->device);
@@ -1030,7 +1046,7 @@ static int typed_keyslot_add(lifecycle *lc, const typed_keyslot_change *c, tg_pa
         return 0;
 
 undo:
-        q = marker_resolve(lc->cd, lc->device, marker_id, false, NULL);
+        q = marker_resolve(lc->cd, lc->device, marker_id, false, -1, NULL);
         if (q < 0)
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
         else
@@ -1154,6 +1170,14 @@ int tg_remove(const char *device, int token, tg_lifecycle_result *ret) {
         if (tg_luks_keyslot_active(cd, t.keyslot)) {
                 if (tg_luks_keyslot_referenced(cd, t.keyslot, id))
                         log_notice("Keyslot %d is also used by another token; keeping it.", t.keyslot);
+                /* The keyslot number is the header's word, which an attacker writes: a token edited to
+                 * name the recovery passphrase's keyslot must not make 'remove' destroy it. Ours only
+                 * with the PBKDF tpmguard gives its keyslots (a passphrase's keyslot rewritten to that
+                 * PBKDF no longer opens with the passphrase anyway). */
+                else if (!tg_luks_keyslot_has_minimal_pbkdf(cd, t.keyslot))
+                        log_warning("Keeping keyslot %d: its PBKDF is not the one tpmguard gives its keyslots, so it "
+                                    "may be a passphrase's (an edited token can name any keyslot). If it is not, "
+                                    "remove it with 'cryptsetup luksKillSlot %s %d'.", t.keyslot, device, t.keyslot);
                 else if (crypt_keyslot_status(cd, t.keyslot) == CRYPT_SLOT_ACTIVE_LAST)
                         return log_error_rc(-TG_ERR_INVALID, "Keyslot %d of token %d is the last keyslot of %s: removing "
                                             "it would leave no way to open the volume. Add a recovery passphrase "

@@ -69,7 +69,9 @@ typedef struct tg_marker_plan {
         int leftover_keyslot;   /* the keyslot to destroy, -1 if none */
         const char *why_kept;   /* set when a keyslot looks left over but is not ours to destroy */
 } tg_marker_plan;
-void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *ret);
+/* proven_keyslot: a keyslot the caller proved to be the token's (its unsealed secret opened it), or -1. */
+void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, int proven_keyslot,
+                            tg_marker_plan *ret);
 
 typedef struct tg_lifecycle_result {
         int token;            /* the token id after the operation */

@@ -394,28 +394,20 @@ int tg_token_from_json(json_object *jobj, tg_token *ret) {
         return 0;
 }
 
-DEFINE_TRIVIAL_CLEANUP_FUNC(json_tokener *, json_tokener_free);
 
 int tg_token_from_string(const char *json, tg_token *ret) {
-        _cleanup_(json_tokener_freep) json_tokener *tok = NULL;
-        _cleanup_(json_object_putp) json_object *jobj = NULL;
+        _cleanup_json_ json_object *jobj = NULL;
+        char problem[TG_JSON_PROBLEM_MAX];
         size_t len = strnlen(json, TG_TOKEN_JSON_MAX + 1);
+        int r;
 
         if (len > TG_TOKEN_JSON_MAX)
                 return log_error_rc(-TG_ERR_TOKEN, "The tpmguard token JSON is larger than %u bytes.", TG_TOKEN_JSON_MAX);
-        /* json_tokener_parse_verbose() would accept trailing data; parse_ex tells us where parsing ended. */
-        tok = json_tokener_new_ex(16);
-        if (!tok)
-                return -TG_ERR_NOMEM;
-        json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-        jobj = json_tokener_parse_ex(tok, json, (int) len);
-        if (!jobj || json_tokener_get_error(tok) != json_tokener_success)
-                return log_error_rc(-TG_ERR_TOKEN, "The tpmguard token JSON is invalid: %s",
-                                    json_tokener_error_desc(json_tokener_get_error(tok) == json_tokener_success ?
-                                                            json_tokener_error_parse_eof : json_tokener_get_error(tok)));
-        if (json_tokener_get_parse_end(tok) != len)
-                return log_error_rc(-TG_ERR_TOKEN, "The tpmguard token JSON has trailing data at offset %zu.",
-                                    json_tokener_get_parse_end(tok));
+        r = tg_json_parse_object(json, len, &jobj, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(-TG_ERR_TOKEN, "The tpmguard token JSON %s.", problem);
+        if (r < 0)
+                return r;
         return tg_token_from_json(jobj, ret);
 }
 

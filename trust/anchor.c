@@ -87,9 +87,10 @@ typedef struct anchor {
 
 /* 0: parsed; -TG_ERR_NOT_FOUND: no file; -TG_ERR_INVALID: damaged or not a private file of ours. */
 static int anchor_read(const char *path, anchor *ret) {
-        _cleanup_free_ uint8_t *text = NULL, *name = NULL;
+        _cleanup_free_ uint8_t *name = NULL;
         _cleanup_json_ json_object *o = NULL;
-        size_t size, name_size;
+        char problem[TG_JSON_PROBLEM_MAX];
+        size_t name_size;
         json_object *v;
         struct stat st;
         const char *s;
@@ -100,12 +101,10 @@ static int anchor_read(const char *path, anchor *ret) {
                 return errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_INVALID;
         if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
                 return log_debug_rc(-TG_ERR_INVALID, "%s is not a private file of ours.", path);
-        r = tg_read_file(path, ANCHOR_MAX_SIZE, &text, &size);
+        r = tg_json_read_object(path, ANCHOR_MAX_SIZE, &o, problem, sizeof problem);
         if (r < 0)
-                return -TG_ERR_INVALID;
-        o = json_tokener_parse((const char *) text);
-        if (!o || !json_object_is_type(o, json_type_object) ||
-            !json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) ||
+                return log_debug_rc(-TG_ERR_INVALID, "%s %s.", path, r == -TG_ERR_INVALID ? problem : "cannot be read");
+        if (!json_object_object_get_ex(o, "version", &v) || !json_object_is_type(v, json_type_int) ||
             json_object_get_int(v) != 1 ||
             !json_object_object_get_ex(o, "boot_id", &v) || !json_object_is_type(v, json_type_string) ||
             strlen(json_object_get_string(v)) != SD_ID128_STRING_MAX - 1 ||

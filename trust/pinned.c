@@ -53,8 +53,6 @@ static void copy_info(char *dst, size_t size, const char *src) {
 int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         _cleanup_(json_object_putp) json_object *root = NULL;
         _cleanup_free_ uint8_t *pub_bytes = NULL, *name_bytes = NULL;
-        struct json_tokener *tok;
-        enum json_tokener_error jerr;
         char problem[TG_JSON_PROBLEM_MAX];
         const char *s;
         size_t pub_size, name_size;
@@ -64,27 +62,13 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         TPM2B_NAME computed;
         int r;
 
-        if (size > TG_PINNED_MAX_SIZE || memchr(json, '\0', size))
-                return log_error_rc(-TG_ERR_INVALID, "pinned key file is too large or contains NUL bytes.");
-        tok = json_tokener_new();
-        if (!tok)
-                return -TG_ERR_NOMEM;
-        root = json_tokener_parse_ex(tok, json, (int) size);
-        jerr = json_tokener_get_error(tok);
-        /* The whole input must be one JSON value (trailing whitespace allowed). */
-        if (root && jerr == json_tokener_success) {
-                size_t off = json_tokener_get_parse_end(tok);
-                while (off < size && strchr(" \t\r\n", json[off]))
-                        off++;
-                if (off != size)
-                        jerr = json_tokener_error_parse_unexpected;
-        }
-        json_tokener_free(tok);
-        if (!root || jerr != json_tokener_success)
-                return log_error_rc(-TG_ERR_INVALID, "pinned key file is not valid JSON: %s",
-                                    json_tokener_error_desc(jerr == json_tokener_success ? json_tokener_error_parse_eof : jerr));
-        if (!json_object_is_type(root, json_type_object))
-                return log_error_rc(-TG_ERR_INVALID, "pinned key file is not a JSON object.");
+        if (size > TG_PINNED_MAX_SIZE)
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file is larger than %u bytes.", TG_PINNED_MAX_SIZE);
+        r = tg_json_parse_object(json, size, &root, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "pinned key file %s.", problem);
+        if (r < 0)
+                return r;
 
         r = tg_json_get_int(root, "version", 1, 1, true, &version, NULL, problem, sizeof problem);
         if (r == -TG_ERR_INVALID)

@@ -123,7 +123,7 @@ static int get_hex(json_object *o, const char *key, size_t max, uint8_t **ret, s
 int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME *kernel_null_name,
                    const TPM2B_NAME *signer_name, ESYS_TR *ret_null_key, TPM2B_NAME *ret_name, ESYS_TR *ret_srk) {
         _cleanup_free_ char *path = NULL;
-        _cleanup_free_ uint8_t *text = NULL, *name = NULL, *signer = NULL, *ctx_bytes = NULL, *srk_bytes = NULL;
+        _cleanup_free_ uint8_t *name = NULL, *signer = NULL, *ctx_bytes = NULL, *srk_bytes = NULL;
         _cleanup_json_ json_object *o = NULL;
         _cleanup_handle_ tg_handle loaded = { .esys = esys, .tr = ESYS_TR_NONE };
         _cleanup_handle_ tg_handle srk = { .esys = esys, .tr = ESYS_TR_NONE, .close_only = true };
@@ -131,7 +131,8 @@ int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME
         size_t srk_size = 0;
         _cleanup_free_ TPM2B_NAME *esys_name = NULL;
         char boot_id[SD_ID128_STRING_MAX];
-        size_t size, name_size, signer_size, ctx_size, off = 0;
+        char problem[TG_JSON_PROBLEM_MAX];
+        size_t name_size, signer_size, ctx_size, off = 0;
         TPMS_CONTEXT context = {};
         TPM2B_NAME result = {};
         json_object *v;
@@ -144,12 +145,11 @@ int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME
         r = vcache_path(config, &path);
         if (r < 0)
                 return r;
-        r = tg_read_file(path, VCACHE_MAX_SIZE, &text, &size);
+        r = tg_json_read_object(path, VCACHE_MAX_SIZE, &o, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_debug_rc(r, "cache: %s %s.", path, problem);
         if (r < 0)
                 return log_debug_rc(r, "No usable verification cache in %s.", path);
-        o = json_tokener_parse((const char *) text);
-        if (!o || !json_object_is_type(o, json_type_object))
-                return log_debug_rc(-TG_ERR_INVALID, "cache: not a JSON object.");
         if (!json_object_object_get_ex(o, "version", &v) || json_object_get_int(v) != 1)
                 return log_debug_rc(-TG_ERR_INVALID, "cache: unknown version.");
         if (!json_object_object_get_ex(o, "boot_id", &v) || !json_object_is_type(v, json_type_string) ||

@@ -163,8 +163,23 @@ static int proof_failed(TSS2_RC rc) {
         return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
 }
 
-static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
+/* An audited ReadClock: proves the session key (the TPM holds the salted-to key) and
+ * makes the clock counters in the response authentic. */
+static int prove_by_clock(tg_verified_tpm *v, tg_verify_report *report) {
         _cleanup_free_ TPMS_TIME_INFO *time_info = NULL;
+        TSS2_RC rc;
+
+        rc = Esys_ReadClock(v->tpm->esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
+        if (rc != TSS2_RC_SUCCESS)
+                return proof_failed(rc);
+        report->clock = time_info->clockInfo.clock;
+        report->reset_count = time_info->clockInfo.resetCount;
+        report->restart_count = time_info->clockInfo.restartCount;
+        report->safe = time_info->clockInfo.safe;
+        return 0;
+}
+
+static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
         ESYS_TR srk = ESYS_TR_NONE;
         TSS2_RC rc;
 
@@ -192,14 +207,7 @@ static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
         if (tg_tpm_rc_base(rc) != TPM2_RC_HANDLE)
                 return proof_failed(rc);
 
-        rc = Esys_ReadClock(v->tpm->esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
-        if (rc != TSS2_RC_SUCCESS)
-                return proof_failed(rc);
-        report->clock = time_info->clockInfo.clock;
-        report->reset_count = time_info->clockInfo.resetCount;
-        report->restart_count = time_info->clockInfo.restartCount;
-        report->safe = time_info->clockInfo.safe;
-        return 0;
+        return prove_by_clock(v, report);
 }
 
 /*
@@ -218,17 +226,33 @@ static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const 
         if (r < 0)
                 return r;
         if (!kernel_null_name) {
-                /* The cached key must be the one this boot's anchor names; if not, verify in full. */
-                int a = tg_anchor_names(config->cache_dir, &v->null_name);
-                if (a == -TG_ERR_INVALID) {
-                        r = a;
+                /* The cached key must be the one this boot's anchor names; if not (or no anchor), verify
+                 * in full, which records or checks the anchor. */
+                r = tg_anchor_names(config->cache_dir, &v->null_name);
+                if (r < 0)
                         goto fail;
-                }
-                report->anchor = a >= 0 ? TG_ANCHOR_BOOT : TG_ANCHOR_NONE;
+                report->anchor = TG_ANCHOR_BOOT;
         }
         r = start_salted_session(v, TPM2_SE_HMAC, &v->hmac_session.tr);
         if (r < 0)
                 goto fail;
+        if (!kernel_null_name) {
+                tg_anchor_state state;
+
+                /* A TPM Restart (Shutdown(STATE), reset, Startup(CLEAR)) keeps the NULL seed, so the cached
+                 * key still loads and proves, while the PCRs were reset and may have been replayed: the
+                 * anchor's counters must still be this TPM's, read in an audited ReadClock (authentic:
+                 * the response is MACed with the session key salted to the certified NULL key). */
+                r = prove_by_clock(v, report);
+                if (r < 0) {
+                        tg_vcache_drop(config);
+                        goto fail;
+                }
+                r = tg_anchor_check(config->cache_dir, &v->null_name, report->reset_count, report->restart_count,
+                                    &state);
+                if (r < 0)
+                        goto fail;
+        }
         r = prove_cached_session(v, report);
         if (r < 0) {
                 tg_vcache_drop(config);
@@ -454,6 +478,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
          *    key would give an active interposer that HMAC to guess a weak password
          *    offline, and fails the certification below (design §2, "Hierarchy passwords").
          */
+        /* 4a. The key persisted at provisioning when there is one (see persisted_signer), else 4. */
         signer.esys = v->tpm->esys;
         r = persisted_signer(v, &pinned, &signer, &signer_name);
         if (r < 0)

@@ -74,6 +74,31 @@ restart_refused() {
         expect_in "reset or restarted" "$ERR"
 }
 
+# The same Restart after the boot service warmed this boot's cache: the
+# cached NULL key still loads and proves (the NULL seed survives a Restart),
+# so the plugin's warm path must read the counters itself (audited
+# ReadClock) and refuse, not unseal in the replayed PCR state.
+test_case restart_after_warm_cache_refused
+restart_after_warm_cache_refused() {
+        booted_without_null_name
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" verify --record
+        [ -s "$WORK/run/null-key.json" ]
+        expect_exit 0 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard -v \
+                "$WORK/disk.img" <"$WORK/pin"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_shutdown
+        swtpm_ioctl --unix "$WORK/tpm/tpm.sock.ctrl" -i >/dev/null
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_startup --clear
+        boot_extend
+        expect_exit 1 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard -v \
+                "$WORK/disk.img" <"$WORK/pin"
+        expect_in "reset or restarted" "$ERR$OUT"
+        recovery_opens "$WORK/disk.img"
+}
+
 test_case stale_anchor_ignored
 stale_anchor_ignored() {
         booted_without_null_name

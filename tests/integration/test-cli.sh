@@ -25,7 +25,7 @@ run() {
 }
 has() { if grep -qF -- "$2" <<<"$3"; then ok "$1"; else not_ok "$1: no \"$2\" in: $3"; fi; }
 
-echo "1..29"
+echo "1..33"
 commands=$("$TPMGUARD" help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF {print $1}')
 run 0 "help lists the commands" "$TPMGUARD" help
 has "help names enroll" "enroll DEV" "$OUT"
@@ -42,6 +42,11 @@ has "it suggests the nearest command" 'Did you mean "provision"?' "$ERR"
 run 2 "an option the command does not take" "$TPMGUARD" status --pcrs 7 /dev/null
 has "the message names the option and the command" "--pcrs does not apply to status" "$ERR"
 run 2 "an unknown option" "$TPMGUARD" --no-such-option verify
+# Arguments are checked from the command table, before the configuration or a TPM.
+run 2 "a stray argument" "$TPMGUARD" verify extra
+has "the message names it" 'verify takes no arguments ("extra")' "$ERR"
+run 2 "a device command without its device" "$TPMGUARD" remove
+has "the message says what is missing" "remove takes one argument: the LUKS2 device" "$ERR"
 # --json: JSON on failure too, with the exit code of the table.
 run 4 "verify --json, not provisioned" "$TPMGUARD" verify --json
 if python3 -c 'import json,sys; d=json.load(sys.stdin); sys.exit(0 if d["verdict"] == "not-provisioned" else 1)' <<<"$OUT"; then

@@ -168,6 +168,25 @@ decoy_volume_refused() {
         recovery_opens "$WORK/disk.img"
 }
 
+# A decoy that copies the victim's header whole (UUID, keyslot, digest and
+# token, so the volume-key fingerprint matches) and changes only how the data
+# segment uses the key: cipher_null maps the attacker's plaintext root with
+# the key ignored. The PIN is typed (the user sees the genuine prompt) and
+# unseals, but the plugin refuses before it hands the keyslot passphrase on.
+test_case decoy_header_copy_with_keyless_segment_refused
+decoy_header_copy_with_keyless_segment_refused() {
+        setup_enrolled
+        cp --sparse=always "$WORK/disk.img" "$WORK/decoy.img"
+        "$TPMGUARD_SRC/tests/adversarial/luks2-edit" "$WORK/decoy.img" segments.0.encryption=cipher_null-ecb
+        expect_exit 1 with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard -v \
+                "$WORK/decoy.img" <"$WORK/pin"
+        expect_in "which ignores the volume key" "$ERR$OUT"
+        refute_in "unlocked" "$ERR$OUT"
+        # The victim's own volume is untouched and still unlocks.
+        expect_exit 0 token_open <"$WORK/pin"
+        recovery_opens "$WORK/disk.img"
+}
+
 test_case edited_token_never_unseals
 edited_token_never_unseals() {
         setup_enrolled

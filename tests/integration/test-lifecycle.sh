@@ -191,6 +191,28 @@ remove_token_and_keyslot() {
         expect_in "no tpmguard token" "$ERR"
 }
 
+# The keyslot a token names is the header's word. An evil maid points the
+# token at the recovery passphrase's keyslot 0: the unlock fails, the owner
+# checks that the recovery passphrase works and follows the advice (reseal
+# with it), or removes the token. Neither may destroy keyslot 0.
+test_case edited_keyslot_reference_never_destroys_a_passphrase
+edited_keyslot_reference_never_destroys_a_passphrase() {
+        setup_enrolled
+        # The recovery keyslot does not have tpmguard's PBKDF (else this test would prove nothing).
+        cryptsetup luksDump "$WORK/disk.img" | sed -n '/^  0: luks2/,/^  1: luks2/p' | grep -q "Hash: *sha256"
+        "$TPMGUARD_SRC/tests/adversarial/luks2-edit" "$WORK/disk.img" 'tokens.0.keyslots=["0"]'
+        recovery_opens "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" reseal --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "Keeping keyslot 0" "$ERR"
+        recovery_opens "$WORK/disk.img"
+        pin_opens "$WORK/pin"
+        "$TPMGUARD_SRC/tests/adversarial/luks2-edit" "$WORK/disk.img" 'tokens.0.keyslots=["0"]'
+        expect_exit 0 "$TPMGUARD" remove "$WORK/disk.img"
+        expect_in "Keeping keyslot 0" "$ERR"
+        [ "$(tpmguard_tokens)" = 0 ]
+        recovery_opens "$WORK/disk.img"
+}
+
 test_case remove_refuses_last_keyslot
 remove_refuses_last_keyslot() {
         setup_enrolled

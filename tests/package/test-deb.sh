@@ -9,7 +9,7 @@
 #     empty /etc/tpmguard/ek-ca for the administrator) and its licence,
 #   - the dracut module, initramfs-tools hooks and systemd unit, when this
 #     tree has them;
-# and then (as root) installs it into a clean bookworm root: apt install,
+# and then (as root) installs it into a clean root of the same release: apt install,
 # update-initramfs and a kernel upgrade unprovisioned and provisioned, purge
 # (tests/package/clean-root; the root is cached in /var/cache/tpmguard-pkgroot,
 # built on first use: 40 min cold measured on a loaded 2-core machine, most
@@ -147,16 +147,16 @@ unexpected=$(cd "$R" && find . -type f | sed 's|^\.||' | grep -vE \
 [ -n "$unexpected" ] && echo "# unexpected: $unexpected"
 check "no file outside the expected places" test -z "$unexpected"
 
-# The package on a clean bookworm system: install, initrd, kernel upgrade,
+# The package on a clean system of the release that built it: install, initrd, kernel upgrade,
 # provision, enroll, purge.
 if [ -n "${TPMGUARD_SKIP_CLEAN_ROOT:-}" ]; then
-        skip "clean bookworm root: install, update-initramfs, purge" "TPMGUARD_SKIP_CLEAN_ROOT is set"
+        skip "clean root of this release: install, update-initramfs, purge" "TPMGUARD_SKIP_CLEAN_ROOT is set"
 else
         while IFS= read -r line; do
                 case $line in
                 "ok: "*) ok "clean root: ${line#ok: }" ;;
                 "not ok: "*) not_ok "clean root: ${line#not ok: }" ;;
-                "SKIP: "*) skip "clean bookworm root: install, update-initramfs, purge" "${line#SKIP: }" ;;
+                "SKIP: "*) skip "clean root of this release: install, update-initramfs, purge" "${line#SKIP: }" ;;
                 *) echo "$line" ;;
                 esac
         done < <("$SRC/tests/package/clean-root" "$deb" 2>&1)
