@@ -323,7 +323,8 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, ESYS_TR auth_session, 
  * CreatePrimary in an endorsement-authorized salted session (≈ 0.5 s on a discrete TPM).
  *
  * Check kept: the key that certifies the NULL key is the pinned one. The name of what answers
- * at the handle must be the pinned name before the key is used; a different key there (put
+ * at the handle (Esys_TR_GetName: ESAPI's hash of the returned public area, not the name field
+ * of the response) must be the pinned name before the key is used; a different key there (put
  * there by someone with owner authorization, or an altered ReadPublic response) is an alert and
  * we fail closed, never falling back to a key we did not pin. The ReadPublic is not
  * authenticated: an interposer that answers with the pinned public area while the handle holds
