@@ -841,7 +841,7 @@ static void append_missing(char *buf, size_t size, const char *what) {
 }
 
 static void check_initrd(doctor *d) {
-        _cleanup_free_ char *listing = NULL, *default_path = NULL, *pinned_rel = NULL;
+        _cleanup_free_ char *listing = NULL, *default_path = NULL, *pinned_rel = NULL, *bindings_path = NULL, *bindings_rel = NULL;
         char tool[512], missing[512] = "";
         const char *path = d->options->initrd;
         struct utsname u;
@@ -901,6 +901,15 @@ static void check_initrd(doctor *d) {
                 }
                 if (!listing_has(listing, pinned_rel))
                         append_missing(missing, sizeof missing, " the pinned EK signing key,");
+                /* Bindings on this system but not in the initrd: the initrd would unlock a decoy
+                 * volume with a warning instead of refusing it (tokens/binding.h). */
+                if (tg_asprintf(&bindings_path, "%s/%s", d->config->state_dir, TG_BINDINGS_FILE_NAME) < 0 ||
+                    tg_asprintf(&bindings_rel, "%s/%s", sd, TG_BINDINGS_FILE_NAME) < 0) {
+                        d->oom = true;
+                        return;
+                }
+                if (access(bindings_path, F_OK) == 0 && !listing_has(listing, bindings_rel))
+                        append_missing(missing, sizeof missing, " the volume bindings (decoys would not be refused),");
         }
         if (missing[0]) {
                 missing[strlen(missing) - 1] = '\0';

@@ -154,8 +154,9 @@ int tg_volume_binding_present(const char *state_dir, const char *uuid, bool *ret
  * with the real key ignored; a segment of another type (linear, as during
  * an in-place encryption or decryption, or hw-opal on a drive of the
  * attacker's) does the same. Such a volume is never unlocked with the TPM:
- * only "crypt" segments with a real cipher. (A volume in the middle of
+ * only dm-crypt ("crypt", "hw-opal-crypt") segments with a real cipher. (A volume in the middle of
  * cryptsetup reencrypt --encrypt/--decrypt opens with its passphrase.)
+ * hw-opal-crypt segments pass: their dm-crypt layer needs the key.
  */
 static int segments_check(struct crypt_device *cd) {
         _cleanup_json_ json_object *root = NULL;
@@ -182,8 +183,12 @@ static int segments_check(struct crypt_device *cd) {
                         (void) json_object_object_get_ex(seg, "type", &type);
                         (void) json_object_object_get_ex(seg, "encryption", &enc);
                 }
+                /* hw-opal-crypt (cryptsetup >= 2.7) is dm-crypt over a self-encrypting drive's range:
+                 * the dm-crypt layer still needs the key. hw-opal alone trusts the drive, which in
+                 * this attack is the attacker's. */
                 if (!type || !json_object_is_type(type, json_type_string) ||
-                    strcmp(json_object_get_string(type), "crypt") != 0)
+                    (strcmp(json_object_get_string(type), "crypt") != 0 &&
+                     strcmp(json_object_get_string(type), "hw-opal-crypt") != 0))
                         return log_alert_rc(-TG_ERR_VOLUME_BINDING,
                                             "Volume %s: data segment %s is of type \"%s\", not encrypted by dm-crypt "
                                             "with the volume key: the TPM secret is not used for it (a decoy volume "

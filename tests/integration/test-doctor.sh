@@ -45,6 +45,7 @@ make_initrd() {
         cp "$TPMGUARD" "$root/usr/sbin/tpmguard"
         cp "$TPMGUARD_PLUGIN" "$root/usr/lib/x86_64-linux-gnu/cryptsetup/"
         cp "$WORK/state/ek-signing-key.json" "$root/$WORK/state/"
+        [ ! -f "$WORK/state/volumes.json" ] || cp "$WORK/state/volumes.json" "$root/$WORK/state/"
         for f in "$@"; do rm -f "$root/$f"; done
         (cd "$root" && find . | cpio -o -H newc 2>/dev/null) | gzip >"$WORK/initrd.img"
         INITRD="$WORK/initrd.img"
@@ -168,6 +169,10 @@ initrd_without_plugin_or_pin() {
         expect_exit 17 doctor "$WORK/disk.img"
         expect_in "The initrd lacks the token plugin, the pinned EK signing key" "$OUT"
         expect_in "update-initramfs -u" "$OUT"
+        # Bindings on the system but not in the initrd: the initrd would unlock a decoy with a warning.
+        make_initrd "$WORK/state/volumes.json"
+        expect_exit 17 doctor "$WORK/disk.img"
+        expect_in "The initrd lacks the volume bindings" "$OUT"
 }
 
 test_case no_null_name_by_policy

@@ -370,6 +370,7 @@ class Proxy:
         self.known_auths = []      # learned authValues (bytes)
         self.pcr_extends = []      # raw PCR_Extend commands forwarded since the last reset
         self.cc_counts = {}
+        self.ok_counts = {}  # successful responses per command code (--reset-after)
         self.replay_store = {}
         self.seq = 0
         self.crack_threads = []
@@ -1103,10 +1104,14 @@ class Proxy:
                 out, close_after = self.mutate_response(cc, seq, out)
                 if close_after:
                     action = "close"
-            if out is not None and "reset" in self.modes and self.args.reset_after \
-                    and self.matches(self.args.reset_after, cc, n):
-                action = "reset"
             rc = tw.read_header(out)[2] if out else None
+            if rc == 0:
+                self.ok_counts[cc] = self.ok_counts.get(cc, 0) + 1
+            # After the Nth *successful* CC: a resource manager's TPM_RC_RETRY (or any
+            # failure) is not the moment the attacker waits for (e.g. the secret unsealed).
+            if out is not None and rc == 0 and "reset" in self.modes and self.args.reset_after \
+                    and self.matches(self.args.reset_after, cc, self.ok_counts[cc]):
+                action = "reset"
             self.record({"seq": seq, "conn": conn_id, "dir": "response", "cc": hh(cc), "command": tw.cc_name(cc),
                          "rc": hh(rc) if rc is not None else None, "hex": out.hex() if out else None,
                          "upstream_hex": upstream_resp.hex() if out != upstream_resp else None,
@@ -1341,7 +1346,8 @@ def parse_args(argv):
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for upstream/partial messages")
     p.add_argument("--tamper", action="append", default=[], type=parse_tamper, metavar="CC:OFFSET:XORBYTE",
                    help="xor a byte of the response parameter area of every response to CC (repeatable)")
-    p.add_argument("--reset-after", type=lambda s: parse_cc_count(s, "--reset-after"), metavar="CC:N")
+    p.add_argument("--reset-after", type=lambda s: parse_cc_count(s, "--reset-after"), metavar="CC:N",
+                   help="reset the TPM and replay its PCR extends after the Nth successful response to CC")
     p.add_argument("--drop", action="append", default=[], type=lambda s: parse_cc_count(s, "--drop"),
                    metavar="CC[:N]", help="drop the response to the Nth (default: every) command CC")
     p.add_argument("--drop-action", choices=("retry", "close"), default="retry")
