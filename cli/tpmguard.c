@@ -7,6 +7,7 @@
 #include <assert.h>
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -343,7 +344,7 @@ static json_object *lockout_result_json(const tg_lockout_result *res) {
 }
 
 static int cmd_provision(const cli *c, tg_config *config) {
-        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL, *oauth = NULL;
         tg_lockout_result lockout = {};
         tg_pinned_key pinned;
         tg_provision_options o = {
@@ -360,6 +361,10 @@ static int cmd_provision(const cli *c, tg_config *config) {
         if (r < 0)
                 return r;
         o.endorsement_auth = eauth;
+        r = read_optional_secret(c->owner_auth_file, "Owner hierarchy password: ", &oauth);
+        if (r < 0)
+                return r;
+        o.owner_auth = oauth;
         r = read_lockout_auth(c, &lauth);
         if (r < 0)
                 return r;
@@ -386,6 +391,8 @@ static int cmd_provision(const cli *c, tg_config *config) {
                 json_object_object_add(o_json, "ek_trust", json_object_new_string(tg_pinned_trust(&pinned)));
                 json_object_object_add(o_json, "ek_template", json_object_new_string(pinned.ek_template));
                 json_object_object_add(o_json, "ek_nv_index", json_object_new_int64(pinned.ek_nv_index));
+                /* 0: not persisted; every verification re-creates the key. */
+                json_object_object_add(o_json, "ek_signing_key_handle", json_object_new_int64(pinned.persistent_handle));
                 json_object_object_add(o_json, "ek_certificate_sha256", json_object_new_string(pinned.ek_cert_sha256));
                 json_object_object_add(o_json, "ek_certificate_issuer", json_object_new_string(pinned.ek_cert_issuer));
                 json_object_object_add(o_json, "ek_anchor_vendor", json_object_new_string(pinned.ek_anchor_vendor));
@@ -406,15 +413,24 @@ static int cmd_provision(const cli *c, tg_config *config) {
                 if (r < 0)
                         return r;
         } else {
+                char persisted[96];
+
+                if (pinned.persistent_handle)
+                        snprintf(persisted, sizeof persisted, "persisted at 0x%08" PRIx32 ": verifications read it there",
+                                 pinned.persistent_handle);
+                else
+                        snprintf(persisted, sizeof persisted, "not persisted (see above): every verification re-creates it");
                 printf("Provisioned. EK signing key %s\n"
                        "  proven against EK certificate %s (%s, issuer %s)\n"
                        "  anchored by the %s root CA with SHA-256 %s\n"
                        "  pinned in %s/%s\n"
+                       "  %s\n"
                        "Compare the EK certificate's SHA-256 fingerprint above with a second, independent reading\n"
                        "(docs/hardware.md): a relay between this system and its TPM would show another one.\n",
                        name_hex, pinned.ek_cert_sha256, pinned.ek_template, pinned.ek_cert_issuer,
                        pinned.ek_anchor_vendor, pinned.ek_anchor_sha256,
-                       c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME);
+                       c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME,
+                       persisted);
                 r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
                 if (r < 0)
                         return r;
@@ -1218,7 +1234,7 @@ static int cmd_help(const cli *c, tg_config *config);
 
 static const cli_command commands[] = {
         { "provision", "", "Pin the EK signing key after proving it against the EK certificate; take the lockout hierarchy",
-          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(LOCKOUT_AUTH) | O(TOFU) | O(JSON),
+          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(OWNER_AUTH) | O(LOCKOUT_AUTH) | O(TOFU) | O(JSON),
           CMD_CONFIG, cmd_provision },
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
           O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_verify },

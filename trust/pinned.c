@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <sys/stat.h>
 
@@ -55,7 +56,7 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
         char problem[TG_JSON_PROBLEM_MAX];
         const char *s;
         size_t pub_size, name_size;
-        int64_t version, nv_index = 0;
+        int64_t version, nv_index = 0, handle = 0;
         bool present = false;
         tg_pinned_key key = {};
         TPM2B_NAME computed;
@@ -139,6 +140,18 @@ int tg_pinned_key_parse(const char *json, size_t size, tg_pinned_key *ret) {
                 return r;
         if (present)
                 key.ek_nv_index = (uint32_t) nv_index;
+        present = false;
+        r = tg_json_get_int(root, "persistent_handle", 0, UINT32_MAX, false, &handle, &present, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "pinned key file: field \"persistent_handle\" %s.", problem);
+        if (r < 0)
+                return r;
+        if (present && handle != 0 &&
+            (handle < TG_ENDORSEMENT_PERSISTENT_FIRST || handle > TG_ENDORSEMENT_PERSISTENT_LAST))
+                return log_error_rc(-TG_ERR_INVALID, "pinned key file: \"persistent_handle\" 0x%08" PRIx64 " is "
+                                    "not an endorsement-hierarchy persistent handle.", handle);
+        if (present)
+                key.persistent_handle = (uint32_t) handle;
 
         *ret = key;
         return 0;
@@ -195,6 +208,9 @@ int tg_pinned_key_format(const tg_pinned_key *key, char **ret) {
             json_object_object_add(root, "ek_anchor_sha256", json_object_new_string(key->ek_anchor_sha256)) < 0 ||
             json_object_object_add(root, "provisioned_at", json_object_new_string(key->provisioned_at)) < 0 ||
             json_object_object_add(root, "ek_trust", json_object_new_string(tg_pinned_trust(key))) < 0)
+                return -TG_ERR_NOMEM;
+        if (key->persistent_handle != 0 &&
+            json_object_object_add(root, "persistent_handle", json_object_new_int64(key->persistent_handle)) < 0)
                 return -TG_ERR_NOMEM;
         s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
         if (!s)

@@ -32,6 +32,12 @@ typedef struct tg_pinned_key {
          * verify, status and doctor say so every time.
          */
         bool tofu;
+        /*
+         * Where provisioning persisted the key (0: not persisted; verification re-creates it).
+         * Not trusted for anything but finding the key: verification reads the public area at
+         * this handle and uses the key only if its name is the pinned name (verify.c).
+         */
+        uint32_t persistent_handle;
 } tg_pinned_key;
 
 #define TG_PINNED_TRUST_CERT "ek-certificate"

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <inttypes.h>
 #include <time.h>
 #include <tss2/tss2_rc.h>
 
@@ -212,9 +213,78 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
         return 0;
 }
 
-/* Step 4: the lockout hierarchy, over a verification with the key just pinned in dir. */
+/*
+ * Step 4a (issue 18): the EK signing key persisted at TG_EK_SIGNING_HANDLE, so that every
+ * verification reads it (one ReadPublic) instead of re-creating it (a CreatePrimary in a salted
+ * endorsement session). Nothing here is trusted later: verification compares the name at the
+ * handle with the pinned name before use and checks the certification against the pinned public
+ * key. Best effort: a failure leaves the key unpersisted and verification re-creates it.
+ * Both authorizations (endorsement for the CreatePrimary, owner for EvictControl) are HMACs in the
+ * verified TPM's salted session, never clear passwords.
+ */
+static void provision_persist(tg_verified_tpm *v, const tg_provision_options *options, tg_pinned_key *pinned) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_handle_ tg_handle present = { .esys = esys, .tr = ESYS_TR_NONE, .close_only = true };
+        _cleanup_handle_ tg_handle transient = { .esys = esys, .tr = ESYS_TR_NONE };
+        _cleanup_free_ TPM2B_PUBLIC *pub = NULL;
+        _cleanup_free_ TPM2B_NAME *present_name = NULL;
+        ESYS_TR persisted = ESYS_TR_NONE;
+        TPM2B_NAME name;
+        TPM2B_PUBLIC tmpl;
+        TSS2_RC rc;
+
+        pinned->persistent_handle = 0;
+        rc = Esys_TR_FromTPMPublic(esys, TG_EK_SIGNING_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &present.tr);
+        if (rc == TSS2_RC_SUCCESS) {
+                if (Esys_TR_GetName(esys, present.tr, &present_name) == TSS2_RC_SUCCESS &&
+                    tg_name_equal(present_name, &pinned->name)) {
+                        log_debug("The EK signing key is already persisted at 0x%08" PRIx32 ".", TG_EK_SIGNING_HANDLE);
+                        pinned->persistent_handle = TG_EK_SIGNING_HANDLE;
+                } else
+                        log_warning("0x%08" PRIx32 " holds another key: the EK signing key is not persisted, and "
+                                    "every verification re-creates it (slower). Free that handle and run "
+                                    "'tpmguard provision' again to persist it.", TG_EK_SIGNING_HANDLE);
+                return;
+        }
+        if (tg_tpm_rc_base(rc) != TPM2_RC_HANDLE) {
+                log_warning("Cannot read 0x%08" PRIx32 " (%s): the EK signing key is not persisted, and every "
+                            "verification re-creates it.", TG_EK_SIGNING_HANDLE, Tss2_RC_Decode(rc));
+                return;
+        }
+
+        tg_template_ek_signing_key(&tmpl);
+        rc = Esys_CreatePrimary(esys, ESYS_TR_RH_ENDORSEMENT, tg_vtpm_session(v, false, false), ESYS_TR_NONE,
+                                ESYS_TR_NONE, &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs, &transient.tr,
+                                &pub, NULL, NULL, NULL);
+        if (rc != TSS2_RC_SUCCESS || tg_public_name(&pub->publicArea, &name) < 0 || !tg_name_equal(&name, &pinned->name)) {
+                log_warning("The EK signing key could not be re-created as pinned (%s): it is not persisted.",
+                            rc != TSS2_RC_SUCCESS ? Tss2_RC_Decode(rc) : "another name");
+                return;
+        }
+        if (tg_tpm_set_hierarchy_auth(esys, ESYS_TR_RH_OWNER, options->owner_auth, "owner") < 0)
+                return;
+        rc = Esys_EvictControl(esys, ESYS_TR_RH_OWNER, transient.tr, tg_vtpm_session(v, false, false), ESYS_TR_NONE,
+                               ESYS_TR_NONE, TG_EK_SIGNING_HANDLE, &persisted);
+        if (rc != TSS2_RC_SUCCESS) {
+                TSS2_RC base = tg_tpm_rc_base(rc);
+                if (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL)
+                        log_warning("The owner hierarchy has a password: the EK signing key is not persisted, and "
+                                    "every verification re-creates it (slower). Give --owner-auth-file to "
+                                    "'tpmguard provision' to persist it.");
+                else
+                        log_warning("Could not persist the EK signing key at 0x%08" PRIx32 " (%s); every "
+                                    "verification re-creates it.", TG_EK_SIGNING_HANDLE, Tss2_RC_Decode(rc));
+                return;
+        }
+        (void) Esys_TR_Close(esys, &persisted);
+        /* Reported with the result (cmd_provision), not here: a log line would cut the progress line. */
+        log_debug("Persisted the EK signing key at 0x%08" PRIx32 ".", TG_EK_SIGNING_HANDLE);
+        pinned->persistent_handle = TG_EK_SIGNING_HANDLE;
+}
+
+/* Step 4: the persisted key and the lockout hierarchy, over a verification with the key just pinned in dir. */
 static int provision_lockout(const tg_config *config, const tg_provision_options *options, const char *dir,
-                             tg_lockout_result *ret) {
+                             tg_pinned_key *pinned, tg_lockout_result *ret) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         tg_config c = *config;
         TPM2B_NAME kernel_name;
@@ -231,6 +301,12 @@ static int provision_lockout(const tg_config *config, const tg_provision_options
         r = tg_verify(&c, &(tg_verify_options) { .endorsement_auth = options->endorsement_auth }, NULL, &v);
         if (r < 0)
                 return r;
+        provision_persist(v, options, pinned);
+        if (pinned->persistent_handle != 0) {
+                r = tg_pinned_key_save(dir, pinned);
+                if (r < 0)
+                        return r;
+        }
         return tg_lockout_setup(v, config, dir, options->lockout_auth, ret);
 }
 
@@ -252,8 +328,10 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
                 *ret_pinned = pinned;
 
         tg_progress("Provisioning: the lockout hierarchy and the dictionary-attack parameters...");
-        r = provision_lockout(config, options, dir, &lockout);
+        r = provision_lockout(config, options, dir, &pinned, &lockout);
         tg_progress_done();
+        if (ret_pinned)
+                *ret_pinned = pinned;
         if (r < 0)
                 return log_error_rc(r, "The EK signing key is pinned, but the lockout hierarchy was not set up. "
                                     "Fix the cause above, then run 'tpmguard lockout setup'.");

@@ -21,6 +21,7 @@ typedef struct tg_provision_options {
          * in NV the key is proven as usual.
          */
         bool trust_on_first_use;
+        const tg_secret *owner_auth;    /* --owner-auth-file: to persist the EK signing key */
 } tg_provision_options;
 
 /*
@@ -30,7 +31,11 @@ typedef struct tg_provision_options {
  * name atomically into the output directory. ret_pinned receives what was
  * written.
  *
- * Then, on a verification with the key just pinned, the lockout hierarchy
+ * Then, on a verification with the key just pinned, the EK signing key is
+ * persisted at TG_EK_SIGNING_HANDLE (owner authorization; skipped with a
+ * warning when that fails or the handle holds another key) and the handle is
+ * recorded in the pinned file, so that verifications read it instead of
+ * re-creating it; and the lockout hierarchy
  * (lockout.h): taken when its password is empty, stored in the output
  * directory, and the DA parameters of config set; ret_lockout says what was
  * done. A failure there returns an error with the key pinned (ret_pinned

@@ -67,6 +67,15 @@ void tg_handle_release(tg_handle *h);
 
 /* The persistent SRK's handle (TCG Provisioning Guidance; systemd uses the same). */
 #define TG_SRK_HANDLE UINT32_C(0x81000001)
+/*
+ * Where provisioning persists the EK signing key (issue 18: one CreatePrimary fewer per
+ * verification): the first endorsement-hierarchy handle past the TCG's EK block
+ * (0x81010000-0x810100FF, Registry of Reserved TPM 2.0 Handles). The pinned file records
+ * the handle actually used; verification accepts only handles in the endorsement range.
+ */
+#define TG_EK_SIGNING_HANDLE UINT32_C(0x81010100)
+#define TG_ENDORSEMENT_PERSISTENT_FIRST UINT32_C(0x81010000)
+#define TG_ENDORSEMENT_PERSISTENT_LAST UINT32_C(0x8101FFFF)
 
 /*
  * Sets a hierarchy's authValue in ESAPI from a secret (NULL: leave it empty),

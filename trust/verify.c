@@ -20,6 +20,7 @@
  * kernel's record: that is how reset-and-replay attacks are caught.
  */
 #include <assert.h>
+#include <inttypes.h>
 #include <openssl/rand.h>
 #include <tss2/tss2_rc.h>
 
@@ -317,6 +318,55 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, ESYS_TR auth_session, 
         return 0;
 }
 
+/*
+ * The EK signing key persisted at provisioning (issue 18): one ReadPublic instead of a
+ * CreatePrimary in an endorsement-authorized salted session (≈ 0.5 s on a discrete TPM).
+ *
+ * Check kept: the key that certifies the NULL key is the pinned one. The name of what answers
+ * at the handle (Esys_TR_GetName: ESAPI's hash of the returned public area, not the name field
+ * of the response) must be the pinned name before the key is used; a different key there (put
+ * there by someone with owner authorization, or an altered ReadPublic response) is an alert and
+ * we fail closed, never falling back to a key we did not pin. The ReadPublic is not
+ * authenticated: an interposer that answers with the pinned public area while the handle holds
+ * another key gains nothing either, because the Certify below is checked against the pinned
+ * public key from state_dir, never against anything the TPM returned (tg_certify_verify), and
+ * its qualifiedSigner must be the pinned key's as a primary of the endorsement hierarchy.
+ *
+ * Returns 1 with the key (a persistent handle: closed, never flushed), 0 when the pinned file
+ * records no handle or the handle is empty (evicted, TPM cleared: the caller re-creates the key,
+ * the path every verification took before), < 0 on error.
+ */
+static int persisted_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_handle *ret, TPM2B_NAME *ret_name) {
+        _cleanup_handle_ tg_handle h = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE, .close_only = true };
+        _cleanup_free_ TPM2B_NAME *name = NULL;
+        TSS2_RC rc;
+
+        if (pinned->persistent_handle == 0)
+                return 0;
+        rc = Esys_TR_FromTPMPublic(v->tpm->esys, pinned->persistent_handle, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                   &h.tr);
+        if (rc != TSS2_RC_SUCCESS && tg_tpm_rc_base(rc) == TPM2_RC_HANDLE) {
+                log_notice("The EK signing key is no longer persisted at 0x%08" PRIx32 "; re-creating it (slower). "
+                           "'tpmguard provision' persists it again.", pinned->persistent_handle);
+                return 0;
+        }
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "ReadPublic (persisted EK signing key)");
+        rc = Esys_TR_GetName(v->tpm->esys, h.tr, &name);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "Esys_TR_GetName");
+        if (!tg_name_equal(name, &pinned->name))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The key persisted at 0x%08" PRIx32 " is not the pinned EK signing key: it was "
+                                    "substituted (by someone with the owner password), or an interposer sits on the "
+                                    "TPM bus. The TPM will not be used; unlock with the recovery passphrase and "
+                                    "investigate ('tpmguard doctor').", pinned->persistent_handle);
+        *ret_name = *name;
+        *ret = h;
+        h.tr = ESYS_TR_NONE;
+        return 1;
+}
+
 static void log_name(const char *label, const TPM2B_NAME *n) {
         _cleanup_free_ char *hex = NULL;
         if (tg_hex_encode(n->name, n->size, &hex) >= 0)
@@ -430,7 +480,12 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
          *    key would give an active interposer that HMAC to guess a weak password
          *    offline, and fails the certification below (design §2, "Hierarchy passwords").
          */
-        {
+        /* 4a. The key persisted at provisioning when there is one (see persisted_signer), else 4. */
+        signer.esys = v->tpm->esys;
+        r = persisted_signer(v, &pinned, &signer, &signer_name);
+        if (r < 0)
+                return r;
+        if (r == 0) {
                 _cleanup_handle_ tg_handle endorsement = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE };
                 TPM2B_PUBLIC tmpl;
 
@@ -438,7 +493,6 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                 if (r < 0)
                         return r;
                 tg_template_ek_signing_key(&tmpl);
-                signer.esys = v->tpm->esys;
                 r = create_primary(v->tpm, ESYS_TR_RH_ENDORSEMENT, endorsement.tr, &tmpl,
                                    "CreatePrimary (EK signing key)", &signer, NULL, &signer_name);
                 if (r < 0)

@@ -67,7 +67,7 @@ done
 OPS=()
 op() { OPS+=("$*"); }
 op provision              bare     cold activatecred
-op verify                 enrolled cold certify
+op verify                 enrolled cold certify readpublic
 op enroll                 enrolled cold certify create pcrread readpublic load unseal
 op seal-import            enrolled cold certify create pcrread readpublic
 op unlock-plugin-cold     enrolled cold certify readpublic load unseal inject
@@ -407,12 +407,20 @@ mode inject-unseal          inject       --mode inject-unseal
 expect_of() {
         local o=$1 m=$2 cli=exit:3 plugin=errno:2+interposer binary=refused
         case $o/$m in
-        # The persistent SRK's public area is read at a cold unlock but never
-        # used to protect anything (sessions are salted to the certified NULL
-        # key): its name is what is checked, against the token's parent_name,
-        # and the TPM checks that name again in Load's HMAC. (A warm unlock
-        # reads it in the audited proof of the cache, whose HMAC catches it.)
-        unlock-*-cold/tamper-readpublic-area) echo ok; return ;;
+        # The first ReadPublic of every full verification (verify and the cold
+        # paths) is now the persisted EK signing key's (issue 18): a tampered
+        # public area there fails the pinned-name check before the key is used,
+        # an interposer alert. (The SRK's ReadPublic after it was harmless when
+        # tampered: its name is checked against the token's parent_name and by
+        # the TPM in Load's HMAC. A warm unlock reads only the SRK, in the
+        # audited proof of the cache, whose HMAC catches it.)
+        # The name field of that ReadPublic is used by nothing: ESAPI keeps it
+        # for HMACs naming the key (Certify authorizes it with a password, so
+        # there are none), and the name compared with the pinned name is
+        # ESAPI's hash of the returned public area (Esys_TR_GetName). verify
+        # reads no other public area, so it works, over the genuine key (its
+        # Certify is checked with the pinned public key).
+        verify/tamper-readpublic-name) echo ok; return ;;
         # The injected unseal (issue 14 §3): the victim's unlock is not
         # touched, so it works either way. Without a PIN the interposer's own
         # policy session satisfies the policy and reads the secret; with one

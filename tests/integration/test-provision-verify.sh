@@ -270,8 +270,53 @@ endorsement_password() {
         expect_in "--endorsement-auth-file" "$ERR"
         printf 'endorsement-secret\n' >"$WORK/eauth"
         expect_exit 0 "$TPMGUARD" provision --endorsement-auth-file "$WORK/eauth"
+        # The EK signing key is persisted: verification reads it and needs no endorsement
+        # authorization. Evicted, it is re-created, which needs the password again.
+        expect_exit 0 "$TPMGUARD" verify
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_evictcontrol -C o -c 0x81010100 >/dev/null
         expect_exit 10 "$TPMGUARD" verify
         expect_exit 0 "$TPMGUARD" verify --endorsement-auth-file - <"$WORK/eauth"
+}
+
+# Issue 18: provisioning persists the EK signing key at 0x81010100 (one CreatePrimary fewer per
+# verification). The handle is only where to look: the key there is used only if its name is the
+# pinned name, and the certification is checked against the pinned public key.
+test_case persisted_signing_key
+persisted_signing_key() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision --json
+        expect_in '"ek_signing_key_handle": 2164326656' "$OUT"   # 0x81010100
+        expect_in '"persistent_handle": 2164326656' "$(cat "$WORK/state/ek-signing-key.json")"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_readpublic -c 0x81010100 -n "$WORK/persisted.name" >/dev/null
+        pinned_name=$(sed -n 's/.*"name": *"\([0-9a-f]*\)".*/\1/p' "$WORK/state/ek-signing-key.json")
+        test -n "$pinned_name"
+        expect_in "$pinned_name" "$(xxd -p -c 256 "$WORK/persisted.name")"
+        expect_exit 0 "$TPMGUARD" verify --json
+        expect_in '"verdict": "verified"' "$OUT"
+        # Provisioning again finds the key already there.
+        expect_exit 0 "$TPMGUARD" provision --json
+        expect_in '"ek_signing_key_handle": 2164326656' "$OUT"
+}
+
+test_case substituted_persisted_key_is_caught
+substituted_persisted_key_is_caught() {
+        tpm_setup
+        expect_exit 0 "$TPMGUARD" provision
+        # Someone with owner authorization replaces the persisted key by an ECC signing key of
+        # their own in the endorsement hierarchy.
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_evictcontrol -C o -c 0x81010100 >/dev/null
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_createprimary -C e -G ecc256:ecdsa-sha256 \
+                -a "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign" \
+                -c "$WORK/other.ctx" >/dev/null
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_evictcontrol -C o -c "$WORK/other.ctx" 0x81010100 >/dev/null
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext -t >/dev/null
+        expect_exit 3 "$TPMGUARD" verify --json --record
+        expect_in '"verdict": "interposer"' "$OUT"
+        expect_in "not the pinned EK signing key" "$ERR"
+        # An evicted key is no attack: verification re-creates it and says so.
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_evictcontrol -C o -c 0x81010100 >/dev/null
+        expect_exit 0 "$TPMGUARD" verify
+        expect_in "no longer persisted" "$ERR"
 }
 
 run_cases
