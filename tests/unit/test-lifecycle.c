@@ -297,8 +297,8 @@ static void test_marker_mac(void **state) {
         static const char *const bad[] = {
                 "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":0,\"new_keyslot\":1,\"mac\":\"00\"}",
                 "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":0,\"new_keyslot\":1,\"mac\":1}",
-                "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":0,\"new_keyslot\":1,"
-                "\"mac\":\"ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789\"}",
+                ("{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":0,\"new_keyslot\":1,"
+                 "\"mac\":\"ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789\"}"),
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 assert_int_equal(tg_pending_marker_from_string(bad[i], &out), -TG_ERR_TOKEN);
