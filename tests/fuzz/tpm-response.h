@@ -310,9 +310,16 @@ static int tgr_scenario(char scenario, const char *record_dir) {
         }
         case 'P': {
                 tg_pinned_key pinned;
+                /* Provisioning writes its state (the lockout password) into state_dir: the scratch
+                 * directory, never the committed context (a checkout makes its files 0644, which
+                 * the lockout password's permission check refuses, and a test must not write
+                 * into the source tree). The pinned key goes to record_dir when recording. */
+                tg_config scratch_config = *tgr.config;
 
-                return tg_provision(tgr.config, &(tg_provision_options) { .output_dir = record_dir ?: tgr.scratch_dir },
-                                    &pinned, NULL);
+                scratch_config.state_dir = tgr.scratch_dir;
+                return tg_provision(&scratch_config,
+                                    &(tg_provision_options) { .output_dir = record_dir ?: tgr.scratch_dir }, &pinned,
+                                    NULL);
         }
         default:
                 return -TG_ERR_INVALID;
