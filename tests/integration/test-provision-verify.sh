@@ -290,7 +290,7 @@ persisted_signing_key() {
         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_readpublic -c 0x81010100 -n "$WORK/persisted.name" >/dev/null
         pinned_name=$(sed -n 's/.*"name": *"\([0-9a-f]*\)".*/\1/p' "$WORK/state/ek-signing-key.json")
         test -n "$pinned_name"
-        expect_in "$pinned_name" "$(xxd -p -c 256 "$WORK/persisted.name")"
+        expect_in "$pinned_name" "$(od -An -v -tx1 "$WORK/persisted.name" | tr -d ' \n')"
         expect_exit 0 "$TPMGUARD" verify --json
         expect_in '"verdict": "verified"' "$OUT"
         # Provisioning again finds the key already there.
