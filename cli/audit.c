@@ -549,29 +549,10 @@ static int audit_volume(const char *device, const facts *f, json_object **ret) {
                 }
         }
 
-        for (int k = 0; k < tg_luks_keyslots_max(); k++) {
-                json_object *e, *users;
-                if (!tg_luks_keyslot_active(cd, k))
-                        continue;
-                e = json_object_new_object();
-                users = json_object_new_array();
-                if (!e || !users) {
-                        json_object_put(e);
-                        json_object_put(users);
-                        return -TG_ERR_NOMEM;
-                }
-                for (int id = 0; id < tg_luks_tokens_max(); id++)
-                        if (tg_luks_token_references(cd, id, k) && !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) &&
-                            !tg_luks_token_has_type(cd, id, TG_PENDING_TOKEN_TYPE))
-                                json_object_array_add(users, json_object_new_int(id));
-                json_object_object_add(e, "keyslot", json_object_new_int(k));
-                json_object_object_add(e, "tokens", users);
-                /* What the header says (attacker-editable, reported only), as status says it. */
-                json_object_object_add(e, "kind", json_object_new_string(
-                        json_object_array_length(users) > 0 ? "token" :
-                        tg_luks_keyslot_is_recovery_key(cd, k) ? "recovery-key" : "passphrase"));
-                json_object_array_add(keyslots, e);
-        }
+        /* Pending markers are no token's users: a keyslot only a marker names is reported as a passphrase. */
+        r = tg_luks_keyslots_describe(cd, false, keyslots);
+        if (r < 0)
+                return r;
         json_object_object_add(o, "exposed", json_object_new_boolean(exposed));
         *ret = TAKE_PTR(o);
         return 0;

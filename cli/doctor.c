@@ -24,6 +24,7 @@
 #include "ek.h"
 #include "error.h"
 #include "log.h"
+#include "lifecycle.h"
 #include "lockout.h"
 #include "luks.h"
 #include "nullname.h"
@@ -520,6 +521,43 @@ static void check_provisioning(doctor *d) {
                   d->pinned.ek_cert_issuer[0] ? d->pinned.ek_cert_issuer : "(unknown)");
 }
 
+/*
+ * The pending-marker key (tokens/marker-auth.c), read as every lifecycle
+ * command reads it: a key other users can read or write would let them
+ * forge the markers that decide which keyslot a resumed operation destroys,
+ * so those commands refuse it; doctor says so before one of them does.
+ * Absent is fine: the first lifecycle command makes it.
+ */
+static void check_marker_key(doctor *d) {
+        _cleanup_secret_ tg_secret *key = NULL;
+        _cleanup_free_ char *path = NULL;
+        tg_doctor_check *c;
+        int r;
+
+        if (tg_asprintf(&path, "%s/%s", d->config->state_dir, TG_MARKER_KEY_FILE_NAME) < 0) {
+                d->oom = true;
+                return;
+        }
+        capture_begin(d);
+        r = tg_marker_key_load(d->config->state_dir, false, &key);
+        capture_end();
+        if (r == -TG_ERR_NOT_FOUND) {
+                add_check(d, "marker-key", path, TG_DOCTOR_OK, 0,
+                          "No pending-marker key yet: the first lifecycle command creates it.");
+                return;
+        }
+        if (r < 0) {
+                c = add_check(d, "marker-key", path, TG_DOCTOR_PROBLEM, r,
+                              "The pending-marker key is refused: reseal, rotate, change-pin, passwd, recovery-key, "
+                              "remove and cleanup will not run, and an interrupted one cannot be finished.");
+                set_next(d, c, "Fix what the detail names (root-owned, mode 0600, in a directory only root writes), "
+                         "or remove the file if no lifecycle command is pending ('tpmguard status' shows pending "
+                         "markers).");
+                return;
+        }
+        add_check(d, "marker-key", path, TG_DOCTOR_OK, 0, "The pending-marker key is root-only.");
+}
+
 static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
         _cleanup_(X509_freep) X509 *cert = NULL;
         _cleanup_(tg_ek_anchor_done) tg_ek_anchor anchor = {};
@@ -622,6 +660,7 @@ static void check_tpm(doctor *d) {
                 c = add_check(d, "tpm", d->config->tcti, TG_DOCTOR_PROBLEM, r, "The TPM does not answer.");
                 set_next_for_error(d, c, r);
                 check_provisioning(d);
+                check_marker_key(d);
                 return;
         }
         d->tpm_reachable = true;
@@ -631,6 +670,7 @@ static void check_tpm(doctor *d) {
         check_da(d, tpm);
         check_lockout(d, tpm);
         check_provisioning(d);
+        check_marker_key(d);
         check_ek_certificate(d, tpm);
         /* tpm is closed here: verification opens its own connection (an emulator takes one at a time). */
 }
@@ -929,6 +969,35 @@ static void check_initrd(doctor *d) {
                 }
                 if (access(bindings_path, F_OK) == 0 && !listing_has(listing, bindings_rel))
                         append_missing(missing, sizeof missing, " the volume bindings (decoys would not be refused),");
+        }
+        /* The initrd sits unencrypted in /boot: the lockout password would let anyone with the disk reset
+         * the DA lockout and guess PINs without limit, the marker key forge pending markers. Only root
+         * state that the boot does not need is ever written there (an install_items or a copied
+         * /etc/tpmguard would put it in). */
+        {
+                static const char *const secrets[] = { TG_LOCKOUT_FILE_NAME, TG_MARKER_KEY_FILE_NAME };
+                const char *sd = d->config->state_dir;
+
+                while (*sd == '/')
+                        sd++;
+                for (size_t i = 0; i < ELEMENTSOF(secrets); i++) {
+                        _cleanup_free_ char *rel = NULL;
+
+                        if (tg_asprintf(&rel, "%s/%s", sd, secrets[i]) < 0) {
+                                d->oom = true;
+                                return;
+                        }
+                        if (!listing_has(listing, rel))
+                                continue;
+                        c = add_check(d, "initrd", path, TG_DOCTOR_PROBLEM, -TG_ERR_CONFIG,
+                                      "The initrd, which is not encrypted, carries /%s: anyone who reads /boot has it.",
+                                      rel);
+                        set_next(d, c, "Remove it from the initrd configuration (dracut install_items, "
+                                 "initramfs-tools hooks), rebuild the initrd, then change the secret: "
+                                 "'tpmguard lockout setup' for the lockout password; for the marker key, remove it "
+                                 "when no lifecycle command is pending.");
+                        return;
+                }
         }
         if (missing[0]) {
                 missing[strlen(missing) - 1] = '\0';

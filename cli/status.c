@@ -236,29 +236,9 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                 }
         }
 
-        for (int k = 0; k < tg_luks_keyslots_max(); k++) {
-                json_object *e, *users;
-                if (!tg_luks_keyslot_active(cd, k))
-                        continue;
-                e = json_object_new_object();
-                users = json_object_new_array();
-                if (!e || !users) {
-                        json_object_put(e);
-                        json_object_put(users);
-                        return -TG_ERR_NOMEM;
-                }
-                json_object_object_add(e, "keyslot", json_object_new_int(k));
-                for (int id = 0; id < tg_luks_tokens_max(); id++)
-                        if (tg_luks_token_references(cd, id, k) && !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE))
-                                json_object_array_add(users, json_object_new_int(id));
-                json_object_object_add(e, "tokens", users);
-                /* What the header says it is (attacker-editable, so only reported): a token's keyslot, a
-                 * recovery key labelled by tpmguard recovery-key, or else a passphrase someone types. */
-                json_object_object_add(e, "kind", json_object_new_string(
-                        json_object_array_length(users) > 0 ? "token" :
-                        tg_luks_keyslot_is_recovery_key(cd, k) ? "recovery-key" : "passphrase"));
-                json_object_array_add(keyslots, e);
-        }
+        r = tg_luks_keyslots_describe(cd, true, keyslots);
+        if (r < 0)
+                return r;
 
         json_object_object_add(o, "cleanup_needed", json_object_new_boolean(
                 json_object_array_length(pending) > 0 || json_object_array_length(orphans) > 0));

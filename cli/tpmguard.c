@@ -706,6 +706,39 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
         return 0;
 }
 
+/*
+ * What enroll and migrate read before they touch the volume: the volume's
+ * passphrase (a key file or PROMPT), the new seal's policy and secrets from
+ * the command line and tpmguard.conf (seal_params_from_cli), and the
+ * endorsement password if a file names it. O points at the secrets, which
+ * the caller's cleanup wipes.
+ */
+static int enroll_inputs_from_cli(const cli *c, const tg_config *config, const char *prompt, tg_enroll_options *o,
+                                  tg_pcr_values *explicit_values, tg_secret **ret_unlock, tg_secret **ret_pin,
+                                  tg_secret **ret_owner_auth, tg_secret **ret_endorsement_auth) {
+        _cleanup_secret_ tg_secret *unlock = NULL, *pin = NULL, *owner = NULL, *eauth = NULL;
+        int r;
+
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_pin_read(NULL, prompt, false, &unlock);
+        if (r < 0)
+                return r;
+        r = seal_params_from_cli(c, config, &o->seal, explicit_values, &pin, &owner);
+        if (r < 0)
+                return r;
+        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o->endorsement_auth = eauth;
+        *ret_unlock = TAKE_PTR(unlock);
+        *ret_pin = TAKE_PTR(pin);
+        *ret_owner_auth = TAKE_PTR(owner);
+        *ret_endorsement_auth = TAKE_PTR(eauth);
+        return 0;
+}
+
 static int cmd_enroll(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL;
         tg_enroll_options o = { .keyslot = c->keyslot };
@@ -713,19 +746,10 @@ static int cmd_enroll(const cli *c, tg_config *config) {
         char pcrs[96];
         int keyslot, token, r;
 
-        if (c->unlock_key_file)
-                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
-        else
-                r = tg_pin_read(NULL, "Existing passphrase of the volume: ", false, &unlock);
+        r = enroll_inputs_from_cli(c, config, "Existing passphrase of the volume: ", &o, &explicit_values, &unlock,
+                                   &pin, &owner, &eauth);
         if (r < 0)
                 return r;
-        r = seal_params_from_cli(c, config, &o.seal, &explicit_values, &pin, &owner);
-        if (r < 0)
-                return r;
-        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
-        if (r < 0)
-                return r;
-        o.endorsement_auth = eauth;
 
         r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
         if (r == -TG_ERR_AUTH_NEEDED && !owner && isatty(STDIN_FILENO)) {
@@ -762,19 +786,10 @@ static int cmd_migrate(const cli *c, tg_config *config) {
         if (c->token == CRYPT_ANY_TOKEN)
                 return log_error_rc(-TG_ERR_INVALID, "migrate needs the token to replace: --token N ('tpmguard audit "
                                     "%s' lists them).", c->args[0]);
-        if (c->unlock_key_file)
-                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
-        else
-                r = tg_pin_read(NULL, "Recovery passphrase of the volume: ", false, &unlock);
+        r = enroll_inputs_from_cli(c, config, "Recovery passphrase of the volume: ", &o, &explicit_values, &unlock,
+                                   &pin, &owner, &eauth);
         if (r < 0)
                 return r;
-        r = seal_params_from_cli(c, config, &o.seal, &explicit_values, &pin, &owner);
-        if (r < 0)
-                return r;
-        r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
-        if (r < 0)
-                return r;
-        o.endorsement_auth = eauth;
 
         r = tg_migrate(config, c->args[0], c->token, unlock, &o, c->keep_old, &res);
         if (r < 0)

@@ -88,6 +88,15 @@ bool tg_luks_keyslot_used_by_token(struct crypt_device *cd, int keyslot, int exc
 /* Removes recovery-key labels whose keyslots no longer exist; counts into *actions (optional). */
 int tg_luks_remove_orphan_labels(struct crypt_device *cd, unsigned *actions);
 
+/*
+ * Appends to KEYSLOTS (a JSON array) one object per active keyslot: its
+ * number, the tokens that list it (recovery-key labels never; pending
+ * markers only WITH_PENDING) and what the header says it is ("token",
+ * "recovery-key" or "passphrase"). What status and audit report: the header
+ * is attacker-editable, so this decides nothing.
+ */
+int tg_luks_keyslots_describe(struct crypt_device *cd, bool with_pending, json_object *keyslots);
+
 /* A fresh keyslot passphrase: 32 random bytes, base64 (44 characters, no NUL). */
 int tg_keyslot_secret_new(tg_secret **ret);
 

@@ -367,6 +367,46 @@ static int persisted_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_
         return 1;
 }
 
+/*
+ * The EK signing key that certifies: the one persisted at provisioning when
+ * there is one (persisted_signer), else re-created in the endorsement
+ * hierarchy. The endorsement authorization is an HMAC in a session salted
+ * to the NULL key, never the password: a recording of the bus learns nothing
+ * of it. With the kernel's null_name the NULL key is already trusted here;
+ * without, a substituted NULL key would give an active interposer that HMAC
+ * to guess a weak password offline, and fails the certification that
+ * follows (design §2, "Hierarchy passwords"). Either way its name must be
+ * the pinned one. *ret_name is set whenever a key was found, also when it is
+ * not the pinned one (the report names it).
+ */
+static int pinned_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_handle *ret, TPM2B_NAME *ret_name) {
+        int r;
+
+        *ret_name = (TPM2B_NAME) {};
+        r = persisted_signer(v, pinned, ret, ret_name);
+        if (r < 0)
+                return r;
+        if (r == 0) {
+                _cleanup_handle_ tg_handle endorsement = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE };
+                TPM2B_PUBLIC tmpl;
+
+                r = start_salted_session(v, TPM2_SE_HMAC, &endorsement.tr);
+                if (r < 0)
+                        return r;
+                tg_template_ek_signing_key(&tmpl);
+                r = create_primary(v->tpm, ESYS_TR_RH_ENDORSEMENT, endorsement.tr, &tmpl,
+                                   "CreatePrimary (EK signing key)", ret, NULL, ret_name);
+                if (r < 0)
+                        return r;
+        }
+        if (!tg_name_equal(ret_name, &pinned->name))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM's EK signing key is not the pinned one. An interposer is substituting keys, "
+                                    "or this is a different or cleared-and-replaced TPM. If the TPM was replaced on "
+                                    "purpose, run 'tpmguard provision' again.");
+        return 0;
+}
+
 static void log_name(const char *label, const TPM2B_NAME *n) {
         _cleanup_free_ char *hex = NULL;
         if (tg_hex_encode(n->name, n->size, &hex) >= 0)
@@ -472,38 +512,13 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                                     "The TPM was reset since boot, or an interposer sits on the TPM bus. "
                                     "The TPM will not be used; unlock with the recovery passphrase and investigate.");
 
-        /*
-         * 4. The EK signing key, re-created; it must be the pinned one. The endorsement
-         *    authorization is an HMAC in a session salted to the NULL key, never the
-         *    password: a recording of the bus learns nothing of it. With the kernel's
-         *    null_name the NULL key is already trusted here; without, a substituted NULL
-         *    key would give an active interposer that HMAC to guess a weak password
-         *    offline, and fails the certification below (design §2, "Hierarchy passwords").
-         */
-        /* 4a. The key persisted at provisioning when there is one (see persisted_signer), else 4. */
+        /* 4. The EK signing key, persisted or re-created; it must be the pinned one (pinned_signer). */
         signer.esys = v->tpm->esys;
-        r = persisted_signer(v, &pinned, &signer, &signer_name);
+        r = pinned_signer(v, &pinned, &signer, &signer_name);
+        if (signer_name.size > 0)
+                report->ek_signing_key_name = signer_name;
         if (r < 0)
                 return r;
-        if (r == 0) {
-                _cleanup_handle_ tg_handle endorsement = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE };
-                TPM2B_PUBLIC tmpl;
-
-                r = start_salted_session(v, TPM2_SE_HMAC, &endorsement.tr);
-                if (r < 0)
-                        return r;
-                tg_template_ek_signing_key(&tmpl);
-                r = create_primary(v->tpm, ESYS_TR_RH_ENDORSEMENT, endorsement.tr, &tmpl,
-                                   "CreatePrimary (EK signing key)", &signer, NULL, &signer_name);
-                if (r < 0)
-                        return r;
-        }
-        report->ek_signing_key_name = signer_name;
-        if (!tg_name_equal(&signer_name, &pinned.name))
-                return log_alert_rc(-TG_ERR_INTERPOSER,
-                                    "The TPM's EK signing key is not the pinned one. An interposer is substituting keys, "
-                                    "or this is a different or cleared-and-replaced TPM. If the TPM was replaced on "
-                                    "purpose, run 'tpmguard provision' again.");
 
         /* 5. The pinned key certifies the NULL key over our fresh nonce. */
         if (RAND_bytes(nonce.buffer, TG_NONCE_SIZE) != 1)
@@ -610,22 +625,9 @@ int tg_vtpm_certify_persistent(tg_verified_tpm *v, const char *state_dir, const 
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_INVALID, "The pinned key's serialized handle has no name.");
 
-        {
-                _cleanup_handle_ tg_handle endorsement = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE };
-                TPM2B_PUBLIC tmpl;
-
-                r = start_salted_session(v, TPM2_SE_HMAC, &endorsement.tr);
-                if (r < 0)
-                        return r;
-                tg_template_ek_signing_key(&tmpl);
-                r = create_primary(v->tpm, ESYS_TR_RH_ENDORSEMENT, endorsement.tr, &tmpl,
-                                   "CreatePrimary (EK signing key)", &signer, NULL, &signer_name);
-                if (r < 0)
-                        return r;
-        }
-        if (!tg_name_equal(&signer_name, &pinned.name))
-                return log_alert_rc(-TG_ERR_INTERPOSER, "The TPM's EK signing key is not the pinned one: an interposer "
-                                    "is substituting keys.");
+        r = pinned_signer(v, &pinned, &signer, &signer_name);
+        if (r < 0)
+                return r;
         /*
          * Before any authorization: the key at that handle must claim the blob's name and be noDA (an SRK
          * is). The header is attacker-editable, and a failed authorization of a key that is not noDA

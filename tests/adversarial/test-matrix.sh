@@ -35,13 +35,9 @@
 . "$(dirname "$0")/../integration/lib.sh"
 require_tools swtpm swtpm_setup tpm2_createprimary cryptsetup unshare python3 systemd-cryptenroll tpm2_flushcontext
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
-# Debian's python3, as the interposer's own #! line uses.
-PY=/usr/bin/python3
-[ -x $PY ] || PY=python3
-$PY -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed (the interposer needs it)"
+require_interposer
 : "${TPMGUARD_TOKEN_OPEN:?set by meson: the token-open helper}"
 export TSS2_LOG=all+none
-PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
 PIN=1234
 PIN2=5678   # change-pin's new PIN
 
@@ -505,26 +501,10 @@ case_setup() {
 
 proxy_start() {
         rm -f "$WORK/findings.json" "$WORK/capture.jsonl"
-        "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" "$@" \
-                --findings "$WORK/findings.json" --record "$WORK/capture.jsonl" \
-                --pidfile "$WORK/proxy.pid" --crack-timeout 20 >"$WORK/proxy.log" 2>&1 &
-        local i
-        for i in $(seq 1 200); do
-                [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
-                sleep 0.05
-        done
-        [ -S "$WORK/evil.sock" ] || { echo "# proxy did not start" >&2; cat "$WORK/proxy.log" >&2; return 1; }
-        sed -i "s|^tcti = .*|tcti = swtpm:path=$WORK/evil.sock|" "$WORK/tpmguard.conf"
+        interposer_start "$@" --record "$WORK/capture.jsonl" --crack-timeout 20
 }
 
-proxy_stop() {
-        [ -s "$WORK/proxy.pid" ] || return 0
-        local pid
-        pid=$(cat "$WORK/proxy.pid")
-        kill "$pid" 2>/dev/null
-        for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-        sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
-}
+proxy_stop() { interposer_stop; }
 
 # The secrets the capture and the findings must not hold, one hex string a
 # line: keyslot secret, PIN, SHA-256(PIN), authValue (from every tpmguard

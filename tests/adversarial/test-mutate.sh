@@ -38,12 +38,9 @@
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/../integration/lib.sh"
 require_tools swtpm swtpm_setup tpm2_flushcontext cryptsetup timeout
-PY=/usr/bin/python3
-[ -x $PY ] || PY=python3
-$PY -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed (the interposer needs it)"
+require_interposer
 : "${TPMGUARD_TOKEN_OPEN:?set by meson: the token-open helper}"
 export TSS2_LOG=all+none
-PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
 REGRESSIONS="$TPMGUARD_SRC/tests/adversarial/mutate-regressions"
 SECURITY_CCS=" Certify Unseal ActivateCredential ReadClock PCR_Read Create "
 
@@ -95,15 +92,7 @@ setup() {
                         --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" >/dev/null || return 1
         fi
         echo "" >"$WORK/spec.json"
-        "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" --mode mutate \
-                --mutate-spec "$WORK/spec.json" --findings "$WORK/findings.json" \
-                --pidfile "$WORK/proxy.pid" >"$WORK/proxy.log" 2>&1 &
-        for _ in $(seq 1 200); do
-                [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
-                sleep 0.05
-        done
-        [ -S "$WORK/evil.sock" ] || { echo "# proxy did not start" >&2; cat "$WORK/proxy.log" >&2; return 1; }
-        sed "s|^tcti = .*|tcti = swtpm:path=$WORK/evil.sock|" "$WORK/direct.conf" >"$WORK/tpmguard.conf"
+        interposer_start --mode mutate --mutate-spec "$WORK/spec.json"
 }
 
 teardown() {

@@ -289,6 +289,54 @@ peer_clevis_bind() {
         tpm_flush_contexts
 }
 
+# The interposer (tests/interposer/tpm-interposer) between tpmguard and the
+# test's swtpm, on $WORK/evil.sock:
+#   interposer_start ARGS...  starts it with ARGS (its mode and options; its
+#                             findings go to $WORK/findings.json), waits until
+#                             it listens, and points tpmguard.conf's tcti at it;
+#   interposer_stop           stops it and points the tcti back at swtpm.
+PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
+interposer_start() {
+        "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" --findings "$WORK/findings.json" \
+                --pidfile "$WORK/proxy.pid" "$@" >"$WORK/proxy.log" 2>&1 &
+        for _ in $(seq 1 200); do
+                [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
+                sleep 0.05
+        done
+        [ -S "$WORK/evil.sock" ] || { echo "# proxy did not start" >&2; cat "$WORK/proxy.log" >&2; return 1; }
+        sed -i "s|^tcti = .*|tcti = swtpm:path=$WORK/evil.sock|" "$WORK/tpmguard.conf"
+}
+interposer_stop() {
+        [ -s "$WORK/proxy.pid" ] || return 0
+        local pid
+        pid=$(cat "$WORK/proxy.pid")
+        kill "$pid" 2>/dev/null
+        for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
+}
+
+# The volume's tpmguard token through the plugin, as cryptsetup's unlock
+# runs it (the PIN, if any, on stdin); pin_opens FILE: does that PIN open it?
+token_open() {
+        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img"
+}
+pin_opens() { token_open <"$1" >/dev/null 2>&1; }
+
+# "! cmd" never trips set -e; this does.
+refute() {
+        if "$@"; then
+                echo "# unexpectedly succeeded: $*" >&2
+                return 1
+        fi
+}
+
+# The interposer's python needs python3-cryptography: skips the script without it.
+require_interposer() {
+        PY=/usr/bin/python3   # Debian's python3, as the interposer's own #! line uses
+        [ -x $PY ] || PY=python3
+        $PY -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed (the interposer needs it)"
+}
+
 # Does the recovery passphrase still open the volume?
 recovery_opens() {
         cryptsetup open --test-passphrase --key-file "$WORK/recovery.key" "$1"

@@ -38,15 +38,22 @@ setup_enrolled() {
 }
 
 # An initrd (gzip'ed newc cpio, as initramfs-tools makes) holding what the
-# boot needs, less the paths given as arguments.
+# boot needs, less the paths given as arguments; an argument +PATH adds that
+# file of the host at the same path.
 make_initrd() {
         local root="$WORK/initrd-root" f
+        rm -rf "$root"
         mkdir -p "$root/usr/sbin" "$root/usr/lib/x86_64-linux-gnu/cryptsetup" "$root/$WORK/state"
         cp "$TPMGUARD" "$root/usr/sbin/tpmguard"
         cp "$TPMGUARD_PLUGIN" "$root/usr/lib/x86_64-linux-gnu/cryptsetup/"
         cp "$WORK/state/ek-signing-key.json" "$root/$WORK/state/"
         [ ! -f "$WORK/state/volumes.json" ] || cp "$WORK/state/volumes.json" "$root/$WORK/state/"
-        for f in "$@"; do rm -f "$root/$f"; done
+        for f in "$@"; do
+                case $f in
+                +*) cp "${f#+}" "$root/${f#+}" ;;
+                *) rm -f "$root/$f" ;;
+                esac
+        done
         (cd "$root" && find . | cpio -o -H newc 2>/dev/null) | gzip >"$WORK/initrd.img"
         INITRD="$WORK/initrd.img"
 }
@@ -173,6 +180,36 @@ initrd_without_plugin_or_pin() {
         make_initrd "$WORK/state/volumes.json"
         expect_exit 17 doctor "$WORK/disk.img"
         expect_in "The initrd lacks the volume bindings" "$OUT"
+}
+
+# The initrd sits unencrypted in /boot: root-only secrets of the state
+# directory in it are a problem (the lockout password would let anyone with
+# the disk reset the DA lockout and guess PINs without limit). And a
+# pending-marker key that other users can read is refused, as the lifecycle
+# commands refuse it.
+test_case initrd_secrets_and_marker_key
+initrd_secrets_and_marker_key() {
+        setup_enrolled
+        [ -s "$WORK/state/lockout-auth" ] || { echo "# provision stored no lockout password" >&2; return 1; }
+        make_initrd "+$WORK/state/lockout-auth"
+        expect_exit 2 doctor "$WORK/disk.img"
+        expect_in "[FAIL] initrd" "$OUT"
+        expect_in "carries $WORK/state/lockout-auth" "$OUT"
+        expect_in "tpmguard lockout setup" "$OUT"
+        expect_in "[ ok ] marker-key" "$OUT"
+        head -c 32 /dev/urandom >"$WORK/state/marker.key"
+        chmod 0644 "$WORK/state/marker.key"
+        expect_exit 2 doctor "$WORK/disk.img"
+        expect_in "[FAIL] marker-key" "$OUT"
+        expect_in "other users can access it" "$OUT"
+        chmod 0600 "$WORK/state/marker.key"
+        make_initrd "+$WORK/state/marker.key"
+        expect_exit 2 doctor "$WORK/disk.img"
+        expect_in "carries $WORK/state/marker.key" "$OUT"
+        refute_in "[FAIL] marker-key" "$OUT"
+        make_initrd
+        expect_exit 0 doctor "$WORK/disk.img"
+        expect_in "[ ok ] marker-key $WORK/state/marker.key: The pending-marker key is root-only." "$OUT"
 }
 
 test_case no_null_name_by_policy

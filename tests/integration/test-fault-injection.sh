@@ -30,10 +30,6 @@
 require_tools swtpm swtpm_setup tpm2_flushcontext cryptsetup unshare python3 systemd-cryptenroll
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
 
-token_open() {
-        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img"
-}
-pin_opens() { token_open <"$1" >/dev/null 2>&1; }
 active_keyslots() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2'; }
 tpmguard_tokens() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: tpmguard$' || true; }
 pending_markers() { cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: tpmguard-pending$' || true; }

@@ -15,21 +15,6 @@ setup_enrolled() {
         printf '9999\n' >"$WORK/wrong"
 }
 
-token_open() {
-        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img"
-}
-
-# Does the PIN in file $1 unlock the volume through the plugin?
-pin_opens() { token_open <"$1" >/dev/null 2>&1; }
-
-# "! cmd" never trips set -e; this does.
-refute() {
-        if "$@"; then
-                echo "# unexpectedly succeeded: $*" >&2
-                return 1
-        fi
-}
-
 # Exactly one tpmguard token and keyslots for the recovery passphrase and it.
 one_token_two_keyslots() {
         [ "$(tpmguard_tokens)" = 1 ] || { echo "# $(tpmguard_tokens) tpmguard tokens" >&2; return 1; }

@@ -9,7 +9,6 @@
 require_tools swtpm swtpm_setup tpm2_createprimary tpm2_dictionarylockout tpm2_getcap cryptsetup python3
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
-PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
 
 tpm2() { TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI "$@"; }
 
@@ -181,25 +180,9 @@ PY
 
 # --- nothing secret on the bus ---------------------------------------------------
 
-proxy_start() {
-        "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" --mode record \
-                --findings "$WORK/findings.json" --record "$WORK/capture.jsonl" \
-                --pidfile "$WORK/proxy.pid" >"$WORK/proxy.log" 2>&1 &
-        for _ in $(seq 1 200); do
-                [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
-                sleep 0.05
-        done
-        [ -S "$WORK/evil.sock" ] || { echo "# proxy did not start" >&2; cat "$WORK/proxy.log" >&2; return 1; }
-        sed -i "s|^tcti = .*|tcti = swtpm:path=$WORK/evil.sock|" "$WORK/tpmguard.conf"
-}
+proxy_start() { interposer_start --mode record --record "$WORK/capture.jsonl"; }
 
-proxy_stop() {
-        local pid
-        pid=$(cat "$WORK/proxy.pid")
-        kill "$pid"
-        for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-        sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
-}
+proxy_stop() { interposer_stop; }
 
 # Fails when the capture or the findings hold one of the secrets (hex, one a line).
 bus_holds_no_secret() {

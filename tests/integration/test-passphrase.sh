@@ -14,19 +14,9 @@ require_tools swtpm swtpm_setup cryptsetup unshare sha256sum python3
 FAST=(--iter-time 100)
 
 setup_enrolled() {
-        setup_enrolled_common "$@"
+        setup_enrolled_common
         printf 'a new passphrase\n' >"$WORK/new.pass"
         printf '9999\n' >"$WORK/wrong"
-}
-token_open() {
-        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img"
-}
-pin_opens() { token_open <"$1" >/dev/null 2>&1; }
-refute() {
-        if "$@"; then
-                echo "# unexpectedly succeeded: $*" >&2
-                return 1
-        fi
 }
 image_sum() { sha256sum "$WORK/disk.img" | cut -d' ' -f1; }
 # Opens with exactly the bytes of file $1, by the cryptsetup binary alone.

@@ -13,11 +13,6 @@ require_tools swtpm swtpm_setup tpm2_createprimary tpm2_nvreadpublic cryptsetup 
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
 PY=/usr/bin/python3
 [ -x $PY ] || PY=python3
-PROXY="$TPMGUARD_SRC/tests/interposer/tpm-interposer"
-
-token_open() {
-        with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img"
-}
 
 # The fixture really made a TPM without EK certificates: no index of the TCG
 # EK certificate range is defined (checked with tpm2-tools, not tpmguard).
@@ -92,25 +87,9 @@ certified_pin_is_not_reported_as_tofu() {
         expect_in '"ek_trust": "ek-certificate"' "$OUT"
 }
 
-proxy_start() {
-        "$PROXY" --listen "$WORK/evil.sock" --upstream "$WORK/tpm/tpm.sock" --mode "$1" \
-                --findings "$WORK/findings.json" --record "$WORK/capture.jsonl" \
-                --pidfile "$WORK/proxy.pid" >"$WORK/proxy.log" 2>&1 &
-        for _ in $(seq 1 200); do
-                [ -S "$WORK/evil.sock" ] && [ -s "$WORK/proxy.pid" ] && break
-                sleep 0.05
-        done
-        [ -S "$WORK/evil.sock" ] || { echo "# proxy did not start" >&2; cat "$WORK/proxy.log" >&2; return 1; }
-        sed -i "s|^tcti = .*|tcti = swtpm:path=$WORK/evil.sock|" "$WORK/tpmguard.conf"
-}
+proxy_start() { interposer_start --mode "$1" --record "$WORK/capture.jsonl"; }
 
-proxy_stop() {
-        local pid
-        pid=$(cat "$WORK/proxy.pid")
-        kill "$pid"
-        for _ in $(seq 1 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
-        sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
-}
+proxy_stop() { interposer_stop; }
 
 test_case later_substitution_is_detected
 later_substitution_is_detected() {
