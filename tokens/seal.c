@@ -324,6 +324,28 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
 }
 
 /*
+ * An ESYS_TR for the persistent SRK handle, made without a TPM command (issue 18): the
+ * IESYS_RESOURCE of Esys_TR_Serialize (handle, name, resource type) with no public area,
+ * named by the token's parent_name. Only for a password-authorized Load (no HMAC names
+ * the parent): the TPM then refuses the token's private blob under any key but the real
+ * SRK, so nothing here needs to be true, and a failed Load falls back to srk_for_unseal().
+ */
+#define TG_IESYSC_WITHOUT_MISC_RSRC UINT32_C(0)
+static int srk_tr_unread(ESYS_CONTEXT *esys, const TPM2B_NAME *name, tg_handle *ret) {
+        uint8_t buf[sizeof(TPM2_HANDLE) + sizeof(TPM2B_NAME) + sizeof(UINT32)];
+        ESYS_TR tr = ESYS_TR_NONE;
+        size_t offset = 0;
+
+        if (Tss2_MU_TPM2_HANDLE_Marshal(TG_SRK_HANDLE, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+            Tss2_MU_TPM2B_NAME_Marshal(name, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+            Tss2_MU_UINT32_Marshal(TG_IESYSC_WITHOUT_MISC_RSRC, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+            Esys_TR_Deserialize(esys, buf, offset, &tr) != TSS2_RC_SUCCESS)
+                return log_debug_rc(-TG_ERR_INVALID, "No ESYS_TR for 0x%08x without reading it.", TG_SRK_HANDLE);
+        *ret = (tg_handle) { .esys = esys, .tr = tr, .close_only = true };
+        return 0;
+}
+
+/*
  * The parent for unsealing: whichever SRK has the name the token recorded.
  * The persistent SRK's ESYS_TR comes from the verification when it already
  * read it (a full verification's ReadPublic, or this boot's cache), else
@@ -657,12 +679,11 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         return r;
         }
 
-        r = srk_for_unseal(v, &token->parent_name, &parent);
-        if (r < 0)
-                return r;
-
         object.esys = policy.esys = esys;
         if (tg_vtpm_has_session(v)) {
+                r = srk_for_unseal(v, &token->parent_name, &parent);
+                if (r < 0)
+                        return r;
                 /* Load is the salted HMAC session's last command here (one-shot: the TPM then flushes it). */
                 rc = Esys_Load(esys, parent.tr, tg_vtpm_session_last(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
                                &token->private_blob, &token->public_blob, &object.tr);
@@ -700,8 +721,32 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                 r = policy_start(v, token, &policy);
                 if (r < 0)
                         return r;
-                rc = Esys_Load(esys, parent.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                               &token->private_blob, &token->public_blob, &object.tr);
+                /*
+                 * The parent: the SRK's ESYS_TR the verification holds (cache, or a verification
+                 * without the kernel's null_name), else one made from the token's parent_name
+                 * without a ReadPublic; if the Load under that fails, the SRK is read (or, when
+                 * 0x81000001 holds another key, re-created) as before and the Load sent again.
+                 */
+                parent.tr = tg_vtpm_take_srk(v);
+                if (parent.tr != ESYS_TR_NONE)
+                        parent = (tg_handle) { .esys = esys, .tr = parent.tr, .close_only = true };
+                else if (srk_tr_unread(esys, &token->parent_name, &parent) < 0)
+                        parent = TG_HANDLE_NULL;
+                rc = parent.tr == ESYS_TR_NONE ? (TSS2_TPM_RC_LAYER | TPM2_RC_HANDLE) :
+                        Esys_Load(esys, parent.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                  &token->private_blob, &token->public_blob, &object.tr);
+                /* A TPM error (no key there, or another key: the token may be sealed under a
+                 * transient SRK); anything else (the response itself) is not retried. */
+                if (rc != TSS2_RC_SUCCESS && (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER) {
+                        log_debug("Load under 0x%08x without reading it: %s; reading the SRK.", TG_SRK_HANDLE,
+                                  Tss2_RC_Decode(rc));
+                        tg_handle_release(&parent);
+                        r = srk_for_unseal(v, &token->parent_name, &parent);
+                        if (r < 0)
+                                return r;
+                        rc = Esys_Load(esys, parent.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                       &token->private_blob, &token->public_blob, &object.tr);
+                }
                 if (rc != TSS2_RC_SUCCESS)
                         return load_error(rc);
                 parent_done(v, &parent);

@@ -590,10 +590,14 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
 
         if (options && options->use_cache) {
                 /*
-                 * The persistent SRK's ESYS_TR is cached with the NULL key (unsealing takes it from
-                 * here, so this ReadPublic is not an extra one); none if there is no SRK yet.
+                 * Without the kernel's null_name, the persistent SRK's ESYS_TR is cached with the
+                 * NULL key: the cached path's audited proof reads it (unsealing then takes it from
+                 * there, so this ReadPublic is not an extra one); none if there is no SRK yet. With
+                 * the null_name (issue 18) no cached path reads it: the one-shot unlock loads under
+                 * the SRK with a password authorization, which needs no ReadPublic (tokens/seal.c).
                  */
-                if (Esys_TR_FromTPMPublic(v->tpm->esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                if (!report->kernel_null_name_present &&
+                    Esys_TR_FromTPMPublic(v->tpm->esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
                                           &v->srk.tr) != TSS2_RC_SUCCESS)
                         v->srk.tr = ESYS_TR_NONE;
                 (void) tg_vcache_store(config, v->tpm->esys, v->null_key.tr, &v->null_name, &pinned.name, v->srk.tr);
