@@ -577,7 +577,13 @@ static void lifecycle_done(lifecycle *lc) {
 }
 
 /* Opens the volume, resolves interrupted operations, selects the token and verifies the TPM. */
-static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *device, int token) {
+/*
+ * unseal_next: the caller unseals the token right after (change-pin, rotate, a PIN-authorized
+ * passphrase change). Its Unseal then reads the DA state for free: in lockout the TPM refuses it
+ * with TPM_RC_LOCKOUT before checking anything (so no try is spent and nothing was changed), and
+ * tg_unseal() reports -TG_ERR_LOCKOUT; the GetCapability here is skipped (issue 18).
+ */
+static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *device, int token, bool unseal_next) {
         tg_da_state da;
         int r;
 
@@ -598,6 +604,8 @@ static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *d
         r = tg_verify(config, NULL, &lc->report, &lc->v);
         if (r < 0)
                 return r;
+        if (unseal_next)
+                return 0;
         r = tg_tpm_da_state(tg_vtpm_esys(lc->v), &da);
         if (r < 0)
                 return r;
@@ -632,16 +640,18 @@ static int unseal_current(lifecycle *lc, const tg_secret *pin, tg_secret **ret) 
 static int seal_and_test(lifecycle *lc, const tg_seal_params *params, const tg_secret *secret, int keyslot,
                          bool test, tg_token *ret) {
         _cleanup_secret_ tg_secret *check = NULL;
+        _cleanup_handle_ tg_handle object = TG_HANDLE_NULL;
         tg_token t;
         int r;
 
-        r = tg_seal(lc->v, params, secret, &t);
+        /* With a test: the sealed object stays loaded for it (CreateLoaded, no Load). */
+        r = tg_seal_loaded(lc->v, params, secret, &t, test ? &object : NULL);
         if (r < 0)
                 return r;
         t.keyslot = keyslot;
         t.ek_signing_key_name = lc->report.ek_signing_key_name;
         if (test) {
-                r = tg_unseal(lc->v, &t, params->pin, &check);
+                r = tg_unseal_loaded(lc->v, &t, params->pin, &object, &check);
                 if (r < 0) {
                         explicit_bzero(&t, sizeof t);
                         return log_error_rc(r, "The test unseal of the new seal failed.");
@@ -860,7 +870,7 @@ int tg_change_pin(const tg_config *config, const char *device, int token,
         TPM2B_DIGEST expected;
         int r;
 
-        r = lifecycle_begin(&lc, config, device, token);
+        r = lifecycle_begin(&lc, config, device, token, true);
         if (r < 0)
                 return r;
         r = check_carry_over(&lc, config, "change-pin");
@@ -899,7 +909,7 @@ int tg_rotate(const tg_config *config, const char *device, int token, const tg_s
         tg_lifecycle_result res;
         int r;
 
-        r = lifecycle_begin(&lc, config, device, token);
+        r = lifecycle_begin(&lc, config, device, token, true);
         if (r < 0)
                 return r;
         r = check_carry_over(&lc, config, "rotate");
@@ -927,7 +937,7 @@ int tg_reseal(const tg_config *config, const char *device, int token,
         bool test;
         int r;
 
-        r = lifecycle_begin(&lc, config, device, token);
+        r = lifecycle_begin(&lc, config, device, token, false);
         if (r < 0)
                 return r;
         if (lc.token.pin && !p->pin && !p->unlock_passphrase)
@@ -1001,7 +1011,7 @@ static int passphrase_begin(lifecycle *lc, const tg_config *config, const char *
         int keyslot, r;
 
         if (!auth->passphrase) {
-                r = lifecycle_begin(lc, config, device, auth->token);
+                r = lifecycle_begin(lc, config, device, auth->token, true);
                 if (r < 0)
                         return r;
                 r = unseal_current(lc, auth->pin, &secret);

@@ -169,6 +169,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
                         int *ret_keyslot, int *ret_token) {
         _cleanup_secret_ tg_secret *secret = NULL, *check = NULL;
         _cleanup_free_ char *json = NULL, *marker_json = NULL;
+        _cleanup_handle_ tg_handle object = TG_HANDLE_NULL;
         tg_pending_marker m = { .operation = "enroll", .token = -1, .old_keyslot = -1, .bound_keyslot = -1 };
         tg_token token;
         int keyslot, marker_id, token_id, r, q;
@@ -234,14 +235,15 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         if (r < 0)
                 goto undo;
 
-        r = tg_seal(v, &options->seal, secret, &token);
+        /* The sealed object stays loaded for the test unseal (CreateLoaded: no Load, no ReadPublic). */
+        r = tg_seal_loaded(v, &options->seal, secret, &token, &object);
         if (r < 0)
                 goto undo;
         token.keyslot = keyslot;
         token.ek_signing_key_name = report->ek_signing_key_name;
 
         /* Prove it: the TPM gives the secret back, and the secret opens the new keyslot. */
-        r = tg_unseal(v, &token, options->seal.pin, &check);
+        r = tg_unseal_loaded(v, &token, options->seal.pin, &object, &check);
         if (r < 0) {
                 log_error("The test unseal failed; nothing is kept.");
                 goto undo;

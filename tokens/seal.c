@@ -16,6 +16,7 @@
  * not noDA when a PIN is set, so the TPM's dictionary-attack lockout bounds
  * online guessing.
  */
+#include <assert.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <tss2/tss2_rc.h>
@@ -194,8 +195,15 @@ static int srk_create(tg_verified_tpm *v, tg_handle *ret, TPM2B_NAME *ret_name) 
         int r;
 
         tg_template_srk_ecc(&tmpl);
-        /* The owner authorization is an HMAC in the salted session, never a clear password. */
-        rc = Esys_CreatePrimary(esys, ESYS_TR_RH_OWNER, tg_vtpm_session(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
+        /*
+         * The owner authorization is an HMAC in the salted session, never a clear password. A
+         * one-shot unlock has no HMAC session (tg_vtpm_has_session()) and never an owner password
+         * (only enrolment sets one, tg_tpm_set_hierarchy_auth() in srk_for_seal()): its empty
+         * password tells the bus nothing, and the key made is only a Load parent.
+         */
+        rc = Esys_CreatePrimary(esys, ESYS_TR_RH_OWNER,
+                                tg_vtpm_has_session(v) ? tg_vtpm_session(v, false, false) : ESYS_TR_PASSWORD,
+                                ESYS_TR_NONE, ESYS_TR_NONE,
                                 &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs, &h.tr, &pub, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS)
                 return owner_auth_error(rc, "CreatePrimary (owner SRK)");
@@ -204,6 +212,31 @@ static int srk_create(tg_verified_tpm *v, tg_handle *ret, TPM2B_NAME *ret_name) 
                 return r;
         *ret = h;
         h.tr = ESYS_TR_NONE;
+        return 0;
+}
+
+/*
+ * The public area and name ESAPI holds for a key's ESYS_TR (from the
+ * ReadPublic that made it): Esys_TR_Serialize's IESYS_RESOURCE (handle, name,
+ * resource type, public area), unmarshalled with tss2-mu. No TPM command.
+ */
+#define TG_IESYSC_KEY_RSRC UINT32_C(1)
+static int tr_public(ESYS_CONTEXT *esys, ESYS_TR tr, TPM2B_PUBLIC *ret_public, TPM2B_NAME *ret_name) {
+        _cleanup_free_ uint8_t *buf = NULL;
+        TPM2B_PUBLIC pub = {};
+        TPM2B_NAME name = {};
+        TPM2_HANDLE handle;
+        size_t size = 0, offset = 0;
+        UINT32 type = 0;
+
+        if (Esys_TR_Serialize(esys, tr, &buf, &size) != TSS2_RC_SUCCESS ||
+            Tss2_MU_TPM2_HANDLE_Unmarshal(buf, size, &offset, &handle) != TSS2_RC_SUCCESS ||
+            Tss2_MU_TPM2B_NAME_Unmarshal(buf, size, &offset, &name) != TSS2_RC_SUCCESS ||
+            Tss2_MU_UINT32_Unmarshal(buf, size, &offset, &type) != TSS2_RC_SUCCESS || type != TG_IESYSC_KEY_RSRC ||
+            Tss2_MU_TPM2B_PUBLIC_Unmarshal(buf, size, &offset, &pub) != TSS2_RC_SUCCESS || offset != size)
+                return log_debug_rc(-TG_ERR_INVALID, "The SRK's ESYS_TR holds no public area.");
+        *ret_public = pub;
+        *ret_name = name;
         return 0;
 }
 
@@ -228,11 +261,28 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
         if (r < 0)
                 return r;
 
-        rc = Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &persistent.tr);
+        /*
+         * The SRK's ESYS_TR this verified TPM already holds (an unseal before, in a lifecycle
+         * operation), else one ReadPublic (Esys_TR_FromTPMPublic); its public area and name come
+         * from ESAPI's metadata (tr_public), not from a second ReadPublic (issue 18). Either is
+         * what one ReadPublic returned, checked below exactly as before.
+         */
+        persistent.tr = tg_vtpm_take_srk(v);
+        rc = persistent.tr != ESYS_TR_NONE ? TSS2_RC_SUCCESS :
+                Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &persistent.tr);
         if (rc == TSS2_RC_SUCCESS) {
-                rc = Esys_ReadPublic(esys, persistent.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &pub, &name, NULL);
-                if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "ReadPublic (0x81000001)");
+                pub = malloc(sizeof *pub);
+                name = malloc(sizeof *name);
+                if (!pub || !name)
+                        return -TG_ERR_NOMEM;
+                if (tr_public(esys, persistent.tr, pub, name) < 0) {
+                        free(TAKE_PTR(pub));
+                        free(TAKE_PTR(name));
+                        rc = Esys_ReadPublic(esys, persistent.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &pub, &name,
+                                             NULL);
+                        if (rc != TSS2_RC_SUCCESS)
+                                return tg_tpm_rc(rc, "ReadPublic (0x81000001)");
+                }
                 if (tg_public_is_srk_ecc(&pub->publicArea)) {
                         r = tg_public_name(&pub->publicArea, ret_name);
                         if (r < 0)
@@ -274,12 +324,36 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
 }
 
 /*
+ * An ESYS_TR for the persistent SRK handle, made without a TPM command (issue 18): the
+ * IESYS_RESOURCE of Esys_TR_Serialize (handle, name, resource type) with no public area,
+ * named by the token's parent_name. Only for a password-authorized Load (no HMAC names
+ * the parent): the TPM then refuses the token's private blob under any key but the real
+ * SRK, so nothing here needs to be true, and a failed Load falls back to srk_for_unseal().
+ */
+#define TG_IESYSC_WITHOUT_MISC_RSRC UINT32_C(0)
+static int srk_tr_unread(ESYS_CONTEXT *esys, const TPM2B_NAME *name, tg_handle *ret) {
+        uint8_t buf[sizeof(TPM2_HANDLE) + sizeof(TPM2B_NAME) + sizeof(UINT32)];
+        ESYS_TR tr = ESYS_TR_NONE;
+        size_t offset = 0;
+
+        if (Tss2_MU_TPM2_HANDLE_Marshal(TG_SRK_HANDLE, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+            Tss2_MU_TPM2B_NAME_Marshal(name, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+            Tss2_MU_UINT32_Marshal(TG_IESYSC_WITHOUT_MISC_RSRC, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+            Esys_TR_Deserialize(esys, buf, offset, &tr) != TSS2_RC_SUCCESS)
+                return log_debug_rc(-TG_ERR_INVALID, "No ESYS_TR for 0x%08x without reading it.", TG_SRK_HANDLE);
+        *ret = (tg_handle) { .esys = esys, .tr = tr, .close_only = true };
+        return 0;
+}
+
+/*
  * The parent for unsealing: whichever SRK has the name the token recorded.
  * The persistent SRK's ESYS_TR comes from the verification when it already
- * read it (the audited ReadPublic that proves a cached NULL key), else from
- * a ReadPublic here. Either public area is unverified and needs no
- * verification: Load names the parent in its HMAC, so a substituted one
- * fails at the TPM.
+ * read it (a full verification's ReadPublic, or this boot's cache), else
+ * from a ReadPublic here. Either public area is unverified and needs no
+ * verification: a substituted parent fails at the TPM, which refuses the
+ * token's private blob under any key but the real SRK (its integrity is
+ * keyed by that SRK's seed), and, in a salted HMAC session, the Load's
+ * HMAC names it too.
  */
 static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_handle *ret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
@@ -289,9 +363,19 @@ static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_han
         TPM2B_NAME created;
         int r;
 
-        if ((persistent.tr != ESYS_TR_NONE ||
-             Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-                                   &persistent.tr) == TSS2_RC_SUCCESS) &&
+        if (persistent.tr != ESYS_TR_NONE) {
+                if (Esys_TR_GetName(esys, persistent.tr, &name) == TSS2_RC_SUCCESS && tg_name_equal(name, expected)) {
+                        *ret = persistent;
+                        persistent.tr = ESYS_TR_NONE;
+                        return 0;
+                }
+                /* A cached entry that names another key (edited, or a stale cache): read the handle. */
+                log_debug("The cached SRK entry is not this token's parent; reading 0x%08x.", TG_SRK_HANDLE);
+                tg_handle_release(&persistent);
+                free(TAKE_PTR(name));
+        }
+        if (Esys_TR_FromTPMPublic(esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                  &persistent.tr) == TSS2_RC_SUCCESS &&
             Esys_TR_GetName(esys, persistent.tr, &name) == TSS2_RC_SUCCESS &&
             tg_name_equal(name, expected)) {
                 *ret = persistent;
@@ -335,6 +419,11 @@ int tg_tpm_da_state(ESYS_CONTEXT *esys, tg_da_state *ret) {
 }
 
 int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token) {
+        return tg_seal_loaded(v, params, secret, ret_token, NULL);
+}
+
+int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token,
+                   tg_handle *ret_object) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL;
         _cleanup_secret_ tg_secret *auth = NULL;
@@ -413,12 +502,41 @@ int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *s
         memcpy(sensitive.sensitive.data.buffer, secret->data, secret->size);
 
         /* inSensitive is the first parameter: encrypted in the salted session. */
-        rc = Esys_Create(esys, parent.tr, tg_vtpm_session(v, true, false), ESYS_TR_NONE, ESYS_TR_NONE,
-                         &sensitive, &tmpl, &no_outside_info, &no_pcrs,
-                         &out_private, &out_public, NULL, NULL, NULL);
-        explicit_bzero(&sensitive, sizeof sensitive);
-        if (rc != TSS2_RC_SUCCESS)
-                return tg_tpm_rc(rc, "Create (sealed object)");
+        if (ret_object) {
+                /*
+                 * CreateLoaded (issue 18): the object stays loaded for the caller's test unseal,
+                 * one Load (and the parent's ReadPublic) fewer. Its response (the handle's name,
+                 * outPrivate, outPublic) is authenticated by the salted HMAC session like Create's,
+                 * so the loaded object is the one the token describes.
+                 */
+                _cleanup_handle_ tg_handle object = { .esys = esys, .tr = ESYS_TR_NONE };
+                TPM2B_TEMPLATE in_public = {};
+                size_t offset = 0;
+
+                rc = Tss2_MU_TPMT_PUBLIC_Marshal(&tmpl.publicArea, in_public.buffer, sizeof in_public.buffer, &offset);
+                if (rc != TSS2_RC_SUCCESS) {
+                        explicit_bzero(&sensitive, sizeof sensitive);
+                        return tg_tpm_rc(rc, "Marshalling the sealed object's template");
+                }
+                in_public.size = (UINT16) offset;
+                rc = Esys_CreateLoaded(esys, parent.tr, tg_vtpm_session(v, true, false), ESYS_TR_NONE, ESYS_TR_NONE,
+                                       &sensitive, &in_public, &object.tr, &out_private, &out_public);
+                explicit_bzero(&sensitive, sizeof sensitive);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "CreateLoaded (sealed object)");
+                *ret_object = object;
+                object.tr = ESYS_TR_NONE;
+        } else {
+                rc = Esys_Create(esys, parent.tr, tg_vtpm_session(v, true, false), ESYS_TR_NONE, ESYS_TR_NONE,
+                                 &sensitive, &tmpl, &no_outside_info, &no_pcrs,
+                                 &out_private, &out_public, NULL, NULL, NULL);
+                explicit_bzero(&sensitive, sizeof sensitive);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "Create (sealed object)");
+        }
+        /* The persistent SRK goes back to the verified TPM for the next seal or unseal. */
+        if (parent.close_only)
+                tg_vtpm_give_srk(v, parent.tr), parent.tr = ESYS_TR_NONE;
 
         token.private_blob = *out_private;
         token.public_blob = *out_public;
@@ -455,14 +573,101 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
         return tg_tpm_rc(rc, "Unseal");
 }
 
+static int load_error(TSS2_RC rc) {
+        TSS2_RC base = tg_tpm_rc_base(rc);
+
+        if (base == TPM2_RC_INTEGRITY || base == TPM2_RC_SIZE || base == TPM2_RC_VALUE || base == TPM2_RC_ATTRIBUTES)
+                return log_error_rc(-TG_ERR_TOKEN,
+                                    "The TPM rejects the token's sealed blob (edited, or sealed by another TPM). "
+                                    "Unlock with the recovery passphrase and enroll again.");
+        return tg_tpm_rc(rc, "Load (sealed object)");
+}
+
+/* The policy session for the Unseal, salted to the verified NULL key, with the token's policy run in it. */
+static int policy_start(tg_verified_tpm *v, const tg_token *token, tg_handle *policy) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        TPM2B_DIGEST no_pcr_digest = {};
+        TPML_PCR_SELECTION sel;
+        TSS2_RC rc;
+        int r;
+
+        r = tg_vtpm_start_policy_session(v, &policy->tr);
+        if (r < 0)
+                return r;
+        pcr_selection(token->pcr_bank, token->pcr_mask, &sel);
+        if (token->pcr_mask) {
+                rc = Esys_PolicyPCR(esys, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &no_pcr_digest, &sel);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyPCR");
+        }
+        if (token->pin) {
+                rc = Esys_PolicyAuthValue(esys, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyAuthValue");
+        }
+        return 0;
+}
+
+/* After the Load: a persistent SRK goes back to the verified TPM (a later seal or unseal reads it no more),
+ * a transient one is flushed, freeing its slot before the policy session. */
+static void parent_done(tg_verified_tpm *v, tg_handle *parent) {
+        if (parent->close_only && parent->tr != ESYS_TR_NONE) {
+                tg_vtpm_give_srk(v, parent->tr);
+                parent->tr = ESYS_TR_NONE;
+                return;
+        }
+        tg_handle_release(parent);
+}
+
+/* The Unseal itself, of a loaded object in a started policy session (flushed here unless the TPM ended it). */
+static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_secret *auth, ESYS_TR object,
+                         tg_handle *policy, tg_secret **ret_secret) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_secret_ tg_secret *secret = NULL;
+        TPM2B_SENSITIVE_DATA *out = NULL;
+        TPM2B_AUTH object_auth = {};
+        TSS2_RC rc;
+        int r;
+
+        if (token->pin) {
+                object_auth.size = (UINT16) auth->size;
+                memcpy(object_auth.buffer, auth->data, auth->size);
+                rc = Esys_TR_SetAuth(esys, object, &object_auth);
+                explicit_bzero(&object_auth, sizeof object_auth);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "Esys_TR_SetAuth");
+        }
+
+        /*
+         * outData is the first response parameter: encrypted in the salted policy session.
+         * continueSession clear: a successful Unseal ends the policy session in the TPM, so it
+         * needs no FlushContext; a failed one leaves it open, and it is flushed as usual.
+         */
+        (void) Esys_TRSess_SetAttributes(esys, policy->tr, TPMA_SESSION_ENCRYPT, 0xff);
+        rc = Esys_Unseal(esys, object, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+        tg_tpm_wipe_last_response(esys);
+        if (token->pin) {
+                /* ESAPI keeps the authValue in the object's metadata and frees it unwiped on flush. */
+                TPM2B_AUTH empty = {};
+                (void) Esys_TR_SetAuth(esys, object, &empty);
+        }
+        if (rc != TSS2_RC_SUCCESS)
+                return unseal_error(v, token, rc);
+        policy->close_only = true;
+
+        r = tg_secret_new_copy(out->buffer, out->size, &secret);
+        explicit_bzero(out, sizeof *out);
+        Esys_Free(out);
+        if (r < 0)
+                return r;
+        *ret_secret = TAKE_PTR(secret);
+        return 0;
+}
+
 int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL, object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
-        _cleanup_secret_ tg_secret *auth = NULL, *secret = NULL;
-        TPM2B_SENSITIVE_DATA *out = NULL;
-        TPM2B_DIGEST no_pcr_digest = {};
-        TPML_PCR_SELECTION sel;
-        TPM2B_AUTH object_auth = {};
+        _cleanup_secret_ tg_secret *auth = NULL;
         TSS2_RC rc;
         int r;
 
@@ -474,72 +679,112 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         return r;
         }
 
-        r = srk_for_unseal(v, &token->parent_name, &parent);
-        if (r < 0)
-                return r;
-
-        /* Load is the salted HMAC session's last command here (one-shot: the TPM then flushes it). */
-        object.esys = esys;
-        rc = Esys_Load(esys, parent.tr, tg_vtpm_session_last(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
-                       &token->private_blob, &token->public_blob, &object.tr);
-        tg_vtpm_session_done(v, rc == TSS2_RC_SUCCESS);
-        if (rc != TSS2_RC_SUCCESS) {
-                TSS2_RC base = tg_tpm_rc_base(rc);
-                if (base == TPM2_RC_INTEGRITY || base == TPM2_RC_SIZE || base == TPM2_RC_VALUE || base == TPM2_RC_ATTRIBUTES)
-                        return log_error_rc(-TG_ERR_TOKEN,
-                                            "The TPM rejects the token's sealed blob (edited, or sealed by another TPM). "
-                                            "Unlock with the recovery passphrase and enroll again.");
-                return tg_tpm_rc(rc, "Load (sealed object)");
-        }
-        /* The parent is no longer needed: free its slot before the policy session. */
-        tg_handle_release(&parent);
-
-        policy.esys = esys;
-        r = tg_vtpm_start_policy_session(v, &policy.tr);
-        if (r < 0)
-                return r;
-        pcr_selection(token->pcr_bank, token->pcr_mask, &sel);
-        if (token->pcr_mask) {
-                rc = Esys_PolicyPCR(esys, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &no_pcr_digest, &sel);
+        object.esys = policy.esys = esys;
+        if (tg_vtpm_has_session(v)) {
+                r = srk_for_unseal(v, &token->parent_name, &parent);
+                if (r < 0)
+                        return r;
+                /* Load is the salted HMAC session's last command here (one-shot: the TPM then flushes it). */
+                rc = Esys_Load(esys, parent.tr, tg_vtpm_session_last(v, false, false), ESYS_TR_NONE, ESYS_TR_NONE,
+                               &token->private_blob, &token->public_blob, &object.tr);
+                tg_vtpm_session_done(v, rc == TSS2_RC_SUCCESS);
                 if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "PolicyPCR");
+                        return load_error(rc);
+                parent_done(v, &parent);
+                r = policy_start(v, token, &policy);
+                if (r < 0)
+                        return r;
+        } else {
+                _cleanup_free_ TPM2B_NAME *loaded_name = NULL;
+                TPM2B_NAME our_name;
+
+                /*
+                 * No HMAC session (one-shot, issue 18): the policy session is the only salted
+                 * session, started first (which flushes the NULL key, so that through /dev/tpmrm0
+                 * fewer handles are live per command), and the Load has a password authorization:
+                 * the SRK has an empty authValue, so the password tells the bus nothing. What the
+                 * HMAC on the Load used to stop, and what stops it now:
+                 *  - a substituted parent (a key of the interposer's at the SRK's handle): the
+                 *    TPM refuses the private blob, whose integrity is keyed by the real SRK's seed
+                 *    (TPM_RC_INTEGRITY), as before;
+                 *  - a substituted sealed object (the interposer swaps the blobs, or the handle, for
+                 *    an object of its own with our policy): with a PIN, the Unseal's command HMAC
+                 *    (PolicyAuthValue) covers a cpHash naming the object by the name of the token's
+                 *    public area, so the TPM refuses it; without a PIN the TPM checks no command
+                 *    HMAC, and the interposer's object would give us data of its choosing, in our
+                 *    session (it learns nothing): tg_volume_binding_check() and the keyslot refuse
+                 *    it, a failed unlock it could cause by dropping any command anyway;
+                 *  - an altered name in the Load response (it would go into that cpHash and turn a
+                 *    bus attack into a "wrong PIN" that costs a DA try): compared below with our own
+                 *    hash of the token's public area, before the Unseal.
+                 */
+                r = policy_start(v, token, &policy);
+                if (r < 0)
+                        return r;
+                /*
+                 * The parent: the SRK's ESYS_TR the verification holds (cache, or a verification
+                 * without the kernel's null_name), else one made from the token's parent_name
+                 * without a ReadPublic; if the Load under that fails, the SRK is read (or, when
+                 * 0x81000001 holds another key, re-created) as before and the Load sent again.
+                 */
+                parent.tr = tg_vtpm_take_srk(v);
+                if (parent.tr != ESYS_TR_NONE)
+                        parent = (tg_handle) { .esys = esys, .tr = parent.tr, .close_only = true };
+                else if (srk_tr_unread(esys, &token->parent_name, &parent) < 0)
+                        parent = TG_HANDLE_NULL;
+                rc = parent.tr == ESYS_TR_NONE ? (TSS2_TPM_RC_LAYER | TPM2_RC_HANDLE) :
+                        Esys_Load(esys, parent.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                  &token->private_blob, &token->public_blob, &object.tr);
+                /* A TPM error (no key there, or another key: the token may be sealed under a
+                 * transient SRK); anything else (the response itself) is not retried. */
+                if (rc != TSS2_RC_SUCCESS && (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER) {
+                        log_debug("Load under 0x%08x without reading it: %s; reading the SRK.", TG_SRK_HANDLE,
+                                  Tss2_RC_Decode(rc));
+                        tg_handle_release(&parent);
+                        r = srk_for_unseal(v, &token->parent_name, &parent);
+                        if (r < 0)
+                                return r;
+                        rc = Esys_Load(esys, parent.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                       &token->private_blob, &token->public_blob, &object.tr);
+                }
+                if (rc != TSS2_RC_SUCCESS)
+                        return load_error(rc);
+                parent_done(v, &parent);
+                r = tg_public_name(&token->public_blob.publicArea, &our_name);
+                if (r < 0)
+                        return r;
+                rc = Esys_TR_GetName(esys, object.tr, &loaded_name);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "Esys_TR_GetName");
+                if (!tg_name_equal(loaded_name, &our_name))
+                        return log_alert_rc(-TG_ERR_INTERPOSER,
+                                            "Load of the sealed object returned a name that is not the token's: "
+                                            "altered on the TPM bus. Interposer suspected; the PIN was not tried.");
         }
+
+        return unseal_object(v, token, auth, object.tr, &policy, ret_secret);
+}
+
+int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
+                     tg_secret **ret_secret) {
+        _cleanup_handle_ tg_handle policy = { .esys = tg_vtpm_esys(v), .tr = ESYS_TR_NONE };
+        _cleanup_secret_ tg_secret *auth = NULL;
+        int r;
+
+        assert(tg_vtpm_has_session(v));
+        if (token->pin && !pin)
+                return log_debug_rc(-TG_ERR_PIN_NEEDED, "The token needs a PIN.");
         if (token->pin) {
-                rc = Esys_PolicyAuthValue(esys, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
-                if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "PolicyAuthValue");
-                object_auth.size = (UINT16) auth->size;
-                memcpy(object_auth.buffer, auth->data, auth->size);
-                rc = Esys_TR_SetAuth(esys, object.tr, &object_auth);
-                explicit_bzero(&object_auth, sizeof object_auth);
-                if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "Esys_TR_SetAuth");
+                r = tg_pin_derive_auth(pin, token->pin_salt, sizeof token->pin_salt, token->pin_kdf_iterations, &auth);
+                if (r < 0)
+                        return r;
         }
-
-        /*
-         * outData is the first response parameter: encrypted in the salted policy session.
-         * continueSession clear: a successful Unseal ends the policy session in the TPM, so it
-         * needs no FlushContext; a failed one leaves it open, and it is flushed as usual.
-         */
-        (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_ENCRYPT, 0xff);
-        rc = Esys_Unseal(esys, object.tr, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, &out);
-        tg_tpm_wipe_last_response(esys);
-        if (token->pin) {
-                /* ESAPI keeps the authValue in the object's metadata and frees it unwiped on flush. */
-                TPM2B_AUTH empty = {};
-                (void) Esys_TR_SetAuth(esys, object.tr, &empty);
-        }
-        if (rc != TSS2_RC_SUCCESS)
-                return unseal_error(v, token, rc);
-        policy.close_only = true;
-
-        r = tg_secret_new_copy(out->buffer, out->size, &secret);
-        explicit_bzero(out, sizeof *out);
-        Esys_Free(out);
+        r = policy_start(v, token, &policy);
         if (r < 0)
                 return r;
-        *ret_secret = TAKE_PTR(secret);
-        return 0;
+        r = unseal_object(v, token, auth, object->tr, &policy, ret_secret);
+        tg_handle_release(object);
+        return r;
 }
 
 int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied) {

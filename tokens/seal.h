@@ -6,6 +6,7 @@
 
 #include "secret.h"
 #include "token.h"
+#include "tpm.h"
 #include "verify.h"
 
 #define TG_PCR_COUNT 24
@@ -39,12 +40,24 @@ typedef struct tg_seal_params {
 int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token);
 
 /*
+ * tg_seal(), with CreateLoaded instead of Create: ret_object is the sealed
+ * object, still loaded, for a test unseal with tg_unseal_loaded() (issue 18:
+ * one Load and one ReadPublic fewer than tg_unseal() of the new token).
+ */
+int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token,
+                   tg_handle *ret_object);
+
+/*
  * Unseals a token's secret over verified sessions. pin may be NULL when the
  * token needs none; a token that needs one and gets NULL returns
  * -TG_ERR_PIN_NEEDED without talking to the TPM. Wrong PIN → -TG_ERR_BAD_PIN
  * (with the DA state logged), PCRs changed → -TG_ERR_PCR_MISMATCH.
  */
 int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret);
+
+/* tg_unseal() of the object tg_seal_loaded() left loaded (released here, on every path). */
+int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
+                     tg_secret **ret_secret);
 
 /* Reads the selected PCRs over the verified session (audit HMAC: integrity-protected). */
 int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_values *ret);

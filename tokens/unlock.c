@@ -9,6 +9,7 @@
 #include "seal.h"
 #include "token.h"
 #include "unlock.h"
+#include "vcache.h"
 #include "verify.h"
 
 unsigned tg_pin_da_spendable(bool in_lockout, uint32_t failures, uint32_t max_failures, unsigned reserve) {
@@ -41,6 +42,12 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
                         return &attempts->slot[i].wrong;
                 }
         return NULL;
+}
+
+static void da_store(const tg_config *config, const tg_da_state *da) {
+        (void) tg_vcache_da_store(config, &(tg_vcache_da) {
+                .in_lockout = da->in_lockout, .failures = da->failures, .max_failures = da->max_failures,
+                .recovery_seconds = da->recovery_seconds, .lockout_recovery_seconds = da->lockout_recovery_seconds });
 }
 
 int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
@@ -76,12 +83,35 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 return r;
 
         if (token.pin) {
+                tg_vcache_da cached;
+
                 /*
                  * The DA state is read without a session: a lying interposer can
                  * only make us refuse (it can do that anyway) or spend tries the
                  * TPM itself still counts and bounds.
+                 *
+                 * Issue 18: this boot's last live read (cache_dir/da-state.json) instead,
+                 * when it leaves tries to spend. It is exact for tpmguard's tries (every
+                 * wrong PIN re-reads and re-stores it below; a right PIN changes nothing),
+                 * conservative over time (the TPM forgives failures, never adds them, by
+                 * waiting; a cached state at the reserve is re-read live), dropped when
+                 * 'tpmguard lockout setup' may change the parameters, and blind only to
+                 * failures of other TPM users, who could spend the reserve directly: the
+                 * reserve keeps the boot prompt from spending it, which this still does.
                  */
-                da_known = tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0;
+                if (tg_vcache_da_load(config, &cached) >= 0 && cached.max_failures > 0 &&
+                    tg_pin_da_spendable(cached.in_lockout, cached.failures, cached.max_failures,
+                                        config->pin_da_reserve) > 0) {
+                        da = (tg_da_state) { .in_lockout = cached.in_lockout, .failures = cached.failures,
+                                             .max_failures = cached.max_failures,
+                                             .recovery_seconds = cached.recovery_seconds,
+                                             .lockout_recovery_seconds = cached.lockout_recovery_seconds };
+                        da_known = true;
+                } else {
+                        da_known = tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0;
+                        if (da_known)
+                                da_store(config, &da);
+                }
                 if (da_known && tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
                                                     config->pin_da_reserve) == 0)
                         return log_error_rc(-TG_ERR_LOCKOUT,
@@ -99,9 +129,11 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
 
                 if (wrong)
                         (*wrong)++;
-                if (da_known && tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0)
+                if (da_known && tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0) {
+                        da_store(config, &da);
                         spendable = tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
                                                         config->pin_da_reserve);
+                }
                 if (!wrong || *wrong >= config->pin_tries)
                         return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries for this unlock (pin_tries = %u): "
                                             "use the recovery passphrase.", config->pin_tries);
@@ -114,8 +146,12 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                           config->pin_tries);
                 return -TG_ERR_PIN_RETRY;
         }
-        if (r < 0)
+        if (r < 0) {
+                /* Lockout, or anything else the DA state may have to do with: read it live next time. */
+                if (token.pin)
+                        tg_vcache_da_drop(config);
                 return r;
+        }
         /* The secret goes to libcryptsetup only for the volume enrolled here
          * (tokens/binding.h: decoy volumes). */
         if (cd) {

@@ -18,6 +18,7 @@
 
 #include "error.h"
 #include "lockout.h"
+#include "vcache.h"
 #include "log.h"
 #include "tpm.h"
 #include "util.h"
@@ -183,6 +184,8 @@ int tg_lockout_setup(tg_verified_tpm *v, const tg_config *config, const char *st
         int r;
 
         assert(v && config && state_dir && ret);
+        /* The DA parameters may change here: the plugin's cached DA state (vcache.h) would be stale. */
+        tg_vcache_da_drop(config);
 
         /* In the salted session, audited: an interposer cannot make "no password" out of "someone's". */
         r = tg_lockout_read_state(esys, tg_vtpm_audit_session(v), &st);

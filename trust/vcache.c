@@ -217,3 +217,86 @@ void tg_vcache_drop(const tg_config *config) {
         if (vcache_path(config, &path) >= 0)
                 (void) unlink(path);
 }
+
+#define VCACHE_DA_FILE "da-state.json"
+
+static const char *const da_fields[] = {
+        "failures", "max_failures", "recovery_seconds", "lockout_recovery_seconds",
+};
+
+int tg_vcache_da_store(const tg_config *config, const tg_vcache_da *da) {
+        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_free_ char *path = NULL;
+        const uint32_t values[] = { da->failures, da->max_failures, da->recovery_seconds, da->lockout_recovery_seconds };
+        char boot_id[SD_ID128_STRING_MAX];
+        const char *text;
+        int r;
+
+        if (!o)
+                return -TG_ERR_NOMEM;
+        r = vcache_dir_ok(config->cache_dir, true);
+        if (r < 0)
+                return r;
+        r = boot_id_string(boot_id);
+        if (r < 0)
+                return r;
+        if (json_object_object_add(o, "version", json_object_new_int(1)) < 0 ||
+            json_object_object_add(o, "boot_id", json_object_new_string(boot_id)) < 0 ||
+            json_object_object_add(o, "in_lockout", json_object_new_boolean(da->in_lockout)) < 0)
+                return -TG_ERR_NOMEM;
+        for (size_t i = 0; i < ELEMENTSOF(values); i++)
+                if (json_object_object_add(o, da_fields[i], json_object_new_int64(values[i])) < 0)
+                        return -TG_ERR_NOMEM;
+        r = tg_asprintf(&path, "%s/%s", config->cache_dir, VCACHE_DA_FILE);
+        if (r < 0)
+                return r;
+        text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
+        return tg_write_file_atomic(path, text, strlen(text), 0600);
+}
+
+int tg_vcache_da_load(const tg_config *config, tg_vcache_da *ret) {
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_free_ char *path = NULL;
+        char boot_id[SD_ID128_STRING_MAX];
+        char problem[TG_JSON_PROBLEM_MAX];
+        uint32_t values[ELEMENTSOF(da_fields)];
+        json_object *v;
+        int r;
+
+        r = vcache_dir_ok(config->cache_dir, false);
+        if (r < 0)
+                return r;
+        r = tg_asprintf(&path, "%s/%s", config->cache_dir, VCACHE_DA_FILE);
+        if (r < 0)
+                return r;
+        r = tg_json_read_object(path, VCACHE_MAX_SIZE, &o, problem, sizeof problem);
+        if (r < 0)
+                return log_debug_rc(r, "No usable DA state in %s.", path);
+        if (!json_object_object_get_ex(o, "version", &v) || json_object_get_int(v) != 1 ||
+            !json_object_object_get_ex(o, "boot_id", &v) || !json_object_is_type(v, json_type_string) ||
+            boot_id_string(boot_id) < 0 || strcmp(json_object_get_string(v), boot_id) != 0)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: DA state of another boot or version.");
+        if (!json_object_object_get_ex(o, "in_lockout", &v) || !json_object_is_type(v, json_type_boolean))
+                return log_debug_rc(-TG_ERR_INVALID, "cache: malformed DA state.");
+        ret->in_lockout = json_object_get_boolean(v);
+        for (size_t i = 0; i < ELEMENTSOF(da_fields); i++) {
+                int64_t n;
+
+                if (!json_object_object_get_ex(o, da_fields[i], &v) || !json_object_is_type(v, json_type_int) ||
+                    (n = json_object_get_int64(v)) < 0 || n > UINT32_MAX)
+                        return log_debug_rc(-TG_ERR_INVALID, "cache: malformed DA state.");
+                values[i] = (uint32_t) n;
+        }
+        ret->failures = values[0];
+        ret->max_failures = values[1];
+        ret->recovery_seconds = values[2];
+        ret->lockout_recovery_seconds = values[3];
+        return 0;
+}
+
+void tg_vcache_da_drop(const tg_config *config) {
+        _cleanup_free_ char *path = NULL;
+
+        if (tg_asprintf(&path, "%s/%s", config->cache_dir, VCACHE_DA_FILE) >= 0)
+                (void) unlink(path);
+}

@@ -41,3 +41,23 @@ int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME
 
 /* Removes the cache (after a failed proof). */
 void tg_vcache_drop(const tg_config *config);
+
+/*
+ * The TPM's dictionary-attack state as last read live in this boot
+ * (cache_dir/da-state.json, bound to the boot ID; issue 18): the plugin's
+ * warm unlock checks pin_da_reserve against it instead of a GetCapability.
+ * Every live read stores it (tokens/unlock.c), so it is exact for
+ * tpmguard's own tries, conservative over time (the TPM only forgives
+ * failures by waiting), and blind only to other TPM users' failures, which
+ * could spend the reserve directly anyway. Best effort, like the rest.
+ */
+typedef struct tg_vcache_da {
+        bool in_lockout;
+        uint32_t failures;
+        uint32_t max_failures;
+        uint32_t recovery_seconds;
+        uint32_t lockout_recovery_seconds;
+} tg_vcache_da;
+int tg_vcache_da_store(const tg_config *config, const tg_vcache_da *da);
+int tg_vcache_da_load(const tg_config *config, tg_vcache_da *ret);
+void tg_vcache_da_drop(const tg_config *config);

@@ -61,8 +61,9 @@ ESYS_CONTEXT *tg_vtpm_esys(tg_verified_tpm *v) {
 }
 
 static ESYS_TR session_with(tg_verified_tpm *v, TPMA_SESSION attrs, bool decrypt, bool encrypt) {
-        /* Programmer error: a one-shot verified TPM's session was used after its last command. */
-        assert(!v->session_ended);
+        /* Programmer error: a one-shot verified TPM's session was used after its last command, or
+         * it has none (see tg_vtpm_has_session()). */
+        assert(!v->session_ended && v->hmac_session.tr != ESYS_TR_NONE);
 
         if (decrypt)
                 attrs |= TPMA_SESSION_DECRYPT;
@@ -94,6 +95,10 @@ void tg_vtpm_session_done(tg_verified_tpm *v, bool succeeded) {
         v->session_ended = true;
 }
 
+bool tg_vtpm_has_session(const tg_verified_tpm *v) {
+        return v->hmac_session.tr != ESYS_TR_NONE;
+}
+
 ESYS_TR tg_vtpm_take_srk(tg_verified_tpm *v) {
         ESYS_TR srk = v->srk.tr;
 
@@ -101,8 +106,18 @@ ESYS_TR tg_vtpm_take_srk(tg_verified_tpm *v) {
         return srk;
 }
 
+void tg_vtpm_give_srk(tg_verified_tpm *v, ESYS_TR srk) {
+        if (srk == ESYS_TR_NONE)
+                return;
+        if (v->srk.tr != ESYS_TR_NONE) {
+                (void) Esys_TR_Close(v->tpm->esys, &srk);
+                return;
+        }
+        v->srk.tr = srk;
+}
+
 ESYS_TR tg_vtpm_audit_session(tg_verified_tpm *v) {
-        assert(!v->session_ended);
+        assert(!v->session_ended && v->hmac_session.tr != ESYS_TR_NONE);
         (void) Esys_TRSess_SetAttributes(v->tpm->esys, v->hmac_session.tr,
                                          TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_AUDIT, 0xff);
         return v->hmac_session.tr;
@@ -131,12 +146,12 @@ int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session) {
         int r = start_salted_session(v, TPM2_SE_POLICY, ret_session);
 
         /*
-         * One-shot, with the HMAC session ended: this is the last session salted to the NULL
-         * key, which is only the salt key. Flushing it now (the same one FlushContext, earlier)
+         * One-shot, with the HMAC session ended or never started: this is the last session
+         * salted to the NULL key, which is only the salt key. Flushing it now (the same one FlushContext, earlier)
          * keeps one handle fewer live for the policy commands and the Unseal, which through
          * /dev/tpmrm0 saves a ContextLoad and a ContextSave per command.
          */
-        if (r >= 0 && v->one_shot && v->session_ended)
+        if (r >= 0 && v->one_shot && v->hmac_session.tr == ESYS_TR_NONE)
                 tg_handle_release(&v->null_key);
         return r;
 }
@@ -232,6 +247,33 @@ static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const 
                 if (r < 0)
                         goto fail;
                 report->anchor = TG_ANCHOR_BOOT;
+        }
+        if (kernel_null_name && v->one_shot) {
+                /*
+                 * One-shot with the kernel's null_name (issue 18): no HMAC session and no proof
+                 * command. The only salted session is the Unseal's policy session, salted to the
+                 * public area vcache_load() checked against the kernel's null_name (so only the TPM
+                 * that holds that NULL key's private part can derive its session key). The proof
+                 * round trip was there to show key agreement before anything secret moved; on this
+                 * path nothing before the Unseal is secret, and the Unseal carries its own proof:
+                 *  - its command HMAC (PolicyAuthValue: keyed by the session key and the PIN-derived
+                 *    authValue, over a cpHash that names the sealed object by the name of the
+                 *    token's public area) stops a PIN-guessing oracle on the bus (the interposer
+                 *    cannot derive the session key) and a substituted sealed object (its name is not
+                 *    ours: the TPM refuses the HMAC);
+                 *  - its response HMAC, checked by ESAPI under the same session key, and outData's
+                 *    encryption stop an altered, replayed or read-off secret, and a cached context
+                 *    that is not the TPM's key (the TPM would derive another session key).
+                 * A context the TPM refuses (a reset since the cache was written) still costs a
+                 * full verification here (tg_vcache_load). See tokens/seal.c, tg_unseal(), and
+                 * docs/design.md, "The warm unlock's one salted session".
+                 */
+                report->null_name = v->null_name;
+                report->ek_signing_key_name = *signer_name;
+                report->cached = true;
+                log_debug("TPM verified from this boot's cache: NULL key loaded from its saved context; "
+                          "the Unseal's salted session proves it.");
+                return 0;
         }
         r = start_salted_session(v, TPM2_SE_HMAC, &v->hmac_session.tr);
         if (r < 0)
@@ -563,17 +605,25 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
 
         if (options && options->use_cache) {
                 /*
-                 * The persistent SRK's ESYS_TR is cached with the NULL key (unsealing takes it from
-                 * here, so this ReadPublic is not an extra one); none if there is no SRK yet.
+                 * Without the kernel's null_name, the persistent SRK's ESYS_TR is cached with the
+                 * NULL key: the cached path's audited proof reads it (unsealing then takes it from
+                 * there, so this ReadPublic is not an extra one); none if there is no SRK yet. With
+                 * the null_name (issue 18) no cached path reads it: the one-shot unlock loads under
+                 * the SRK with a password authorization, which needs no ReadPublic (tokens/seal.c).
                  */
-                if (Esys_TR_FromTPMPublic(v->tpm->esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                if (!report->kernel_null_name_present &&
+                    Esys_TR_FromTPMPublic(v->tpm->esys, TG_SRK_HANDLE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
                                           &v->srk.tr) != TSS2_RC_SUCCESS)
                         v->srk.tr = ESYS_TR_NONE;
                 (void) tg_vcache_store(config, v->tpm->esys, v->null_key.tr, &v->null_name, &pinned.name, v->srk.tr);
         }
 
-        /* 6. Only now: the session every later secret travels in. */
-        if (ret_vtpm) {
+        /*
+         * 6. Only now: the session every later secret travels in. A one-shot verified TPM (the
+         *    plugin's unlock) needs none: its Unseal's policy session, salted to the NULL key
+         *    certified above, is the only salted session (see verify_from_cache()).
+         */
+        if (ret_vtpm && !v->one_shot) {
                 r = start_salted_session(v, TPM2_SE_HMAC, &v->hmac_session.tr);
                 if (r < 0)
                         return r;

@@ -44,11 +44,11 @@ typedef struct tg_verify_options {
         const char *null_name_path;     /* overrides the configuration when set */
         const tg_secret *endorsement_auth; /* NULL: empty endorsement hierarchy password */
         bool use_cache;                 /* load (when a session is wanted) and store the per-boot cache */
-        bool one_shot;                  /* the verified TPM serves one tg_unseal() and nothing after it: its
-                                         * salted HMAC session ends with its last command there
-                                         * (continueSession clear) instead of a FlushContext,
-                                         * and the NULL key is flushed as soon as the policy
-                                         * session, the last one salted to it, is started */
+        bool one_shot;                  /* the verified TPM serves one tg_unseal() and nothing after it:
+                                         * no salted HMAC session (only without the kernel's null_name,
+                                         * from the cache, one that ends with tg_unseal()'s Load), and
+                                         * the NULL key is flushed as soon as the policy session, the
+                                         * last one salted to it, is started */
 } tg_verify_options;
 
 /*
@@ -89,14 +89,32 @@ ESYS_TR tg_vtpm_session_last(tg_verified_tpm *v, bool decrypt, bool encrypt);
 void tg_vtpm_session_done(tg_verified_tpm *v, bool succeeded);
 
 /*
+ * Whether the verified TPM has a salted HMAC session. A one-shot verified
+ * TPM has none when the kernel exports a null_name or after a full
+ * verification (issue 18): its only salted session is the Unseal's policy
+ * session (tg_vtpm_start_policy_session()), and tg_unseal() loads under a
+ * password authorization (see there for which check replaces the HMAC).
+ */
+bool tg_vtpm_has_session(const tg_verified_tpm *v);
+
+/*
  * Hands over the persistent SRK (TG_SRK_HANDLE) when verification already
- * read it — from this boot's cache, its ReadPublic is the audited command
- * that proves the salted session — and ESYS_TR_NONE otherwise. The caller
- * owns the returned ESYS_TR (Esys_TR_Close it). Its public area is as
- * unverified as any ReadPublic's: it may be used only as a parent named in
- * an HMAC-authorized command.
+ * read it (a full verification's ReadPublic, or this boot's cache, whose
+ * entry was written after one) and ESYS_TR_NONE otherwise. The caller owns
+ * the returned ESYS_TR (Esys_TR_Close it). Its public area is as unverified
+ * as any ReadPublic's: it may be used only as the parent of a Load, where a
+ * different key makes the TPM refuse the private blob (its integrity is
+ * keyed by the real SRK's seed).
  */
 ESYS_TR tg_vtpm_take_srk(tg_verified_tpm *v);
+
+/*
+ * Hands the persistent SRK's ESYS_TR back after use (a Load or Create under
+ * it), so that a later seal or unseal on the same verified TPM reads it no
+ * more (issue 18: the lifecycle's unseal, seal and test unseal read it once).
+ * Takes ownership; closes it when one is already held.
+ */
+void tg_vtpm_give_srk(tg_verified_tpm *v, ESYS_TR srk);
 
 /* The salted HMAC session as an audit session (TPMA_SESSION_AUDIT): integrity for commands without handles. */
 ESYS_TR tg_vtpm_audit_session(tg_verified_tpm *v);

@@ -110,12 +110,15 @@ cache_of_another_tpm_is_refused_by_the_tpm() {
         expect_in "Cached the verified NULL key" "$(cat "$WORK/unlock.log")"
 }
 
-# The cached SRK entry (its serialized ESYS_TR) saves a ReadPublic; a wrong or
+# The cached SRK entry (its serialized ESYS_TR) saves a ReadPublic on the cached
+# path without the kernel's null_name, whose audited proof reads it; a wrong or
 # damaged one must only cost a full verification, and a missing one must not
 # stop the cache from being used (the SRK is then read in the audit session).
 test_case tampered_srk_entry_costs_full_verification
 tampered_srk_entry_costs_full_verification() {
         setup_enrolled
+        write_config prefer
+        rm "$WORK/null_name"
         unlock_debug
         cp "$WORK/run/null-key.json" "$WORK/good.json"
         python3 -c 'import json,sys; sys.exit(0 if "srk" in json.load(open(sys.argv[1])) else 1)' "$WORK/good.json" ||
@@ -144,6 +147,50 @@ PY
                 "$WORK/good.json" "$WORK/run/null-key.json"
         unlock_debug
         expect_in "from this boot's cache" "$(cat "$WORK/unlock.log")"
+        expect_in "unlocked" "$(cat "$WORK/unlock.log")"
+}
+
+# Issue 18: with the kernel's null_name the warm unlock reads no SRK at all (its
+# Load has a password authorization under an ESYS_TR made from the token's
+# parent_name), so the cache holds none, and the unlock works from the cache.
+test_case warm_unlock_reads_no_srk
+warm_unlock_reads_no_srk() {
+        setup_enrolled
+        rm -f "$WORK/run/null-key.json"
+        expect_exit 0 "$TPMGUARD" verify --record
+        python3 -c 'import json,sys; sys.exit(1 if "srk" in json.load(open(sys.argv[1])) else 0)' "$WORK/run/null-key.json" ||
+                { echo "# the cache holds an SRK entry with the kernel's null_name" >&2; return 1; }
+        unlock_debug
+        expect_in "from this boot's cache" "$(cat "$WORK/unlock.log")"
+        expect_in "unlocked" "$(cat "$WORK/unlock.log")"
+        case "$(cat "$WORK/unlock.log")" in
+        *"reading the SRK"*) echo "# the warm unlock read the SRK" >&2; return 1 ;;
+        esac
+}
+
+# A token sealed under a transient SRK (0x81000001 holds a key that is not an
+# SRK): the warm unlock's Load under 0x81000001 without reading it fails at the
+# TPM, and the unlock then reads the handle, re-creates the SRK and unlocks.
+test_case transient_srk_token_unlocks_warm
+transient_srk_token_unlocks_warm() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_createprimary -Q -C o -G ecc -c "$WORK/sign.ctx" \
+                -a "fixedtpm|fixedparent|sensitivedataorigin|userwithauth|sign|noda"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_evictcontrol -Q -C o -c "$WORK/sign.ctx" 0x81000001
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext -t
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "transient SRK" "$ERR"
+        rm -f "$WORK/run/null-key.json"
+        unlock_debug
+        expect_in "Cached the verified NULL key" "$(cat "$WORK/unlock.log")"
+        expect_in "unlocked" "$(cat "$WORK/unlock.log")"
+        unlock_debug
+        expect_in "from this boot's cache" "$(cat "$WORK/unlock.log")"
+        expect_in "reading the SRK" "$(cat "$WORK/unlock.log")"
         expect_in "unlocked" "$(cat "$WORK/unlock.log")"
 }
 

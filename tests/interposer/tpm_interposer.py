@@ -1285,13 +1285,20 @@ class Proxy:
                 self.inject_target = {"handle": resp.handles[0], "parent": parent,
                                       "parent_public": self.inject_primaries.get(parent),
                                       "in_private": in_private, "in_public": cmd.params[start:rd.pos]}
+        elif cmd.cc == 0x176:
+            # A new policy session: its PolicyPCR and PolicyAuthValue may come before the Load (the
+            # plugin's unlock since issue 18) or after it (enrolment, lifecycle, older clients).
+            rd = tw.Reader(cmd.params)
+            rd.tpm2b()
+            rd.tpm2b()
+            if rd.pos < len(cmd.params) and cmd.params[rd.pos] == tw.TPM_SE_POLICY:
                 self.inject_pcrs = None
                 self.inject_needs_auth = False
-        elif cmd.cc == 0x17F and self.inject_target:
+        elif cmd.cc == 0x17F:
             rd = tw.Reader(cmd.params)
             rd.tpm2b()
             self.inject_pcrs = cmd.params[rd.pos:]
-        elif cmd.cc in (0x16B, 0x18C) and self.inject_target:
+        elif cmd.cc in (0x16B, 0x18C):
             self.inject_needs_auth = True
         elif cmd.cc == 0x165 and self.inject_target and not self.inject_done \
                 and cmd.params == tw.u32(self.inject_target["handle"]):
