@@ -251,6 +251,17 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
                                             TG_MARKER_MAC_HEX_SIZE - 1);
                 memcpy(m.mac, mac, TG_MARKER_MAC_HEX_SIZE);
         }
+        if (json_object_object_get_ex(o, "nonce", &v)) {
+                const char *nonce = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+                bool hex = nonce && strlen(nonce) == TG_MARKER_NONCE_HEX_SIZE - 1;
+
+                for (size_t i = 0; hex && nonce[i]; i++)
+                        hex = (nonce[i] >= '0' && nonce[i] <= '9') || (nonce[i] >= 'a' && nonce[i] <= 'f');
+                if (!hex)
+                        return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"nonce\" must be %d lowercase hex digits.",
+                                            TG_MARKER_NONCE_HEX_SIZE - 1);
+                memcpy(m.nonce, nonce, TG_MARKER_NONCE_HEX_SIZE);
+        }
         if (!json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array) ||
             json_object_array_length(arr) > 1)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"keyslots\" must list at most one keyslot.");
@@ -301,6 +312,8 @@ int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret) {
                 json_object_object_add(p, "parallel", json_object_new_int64(m->pbkdf.parallel));
                 json_object_object_add(o, "pbkdf", p);
         }
+        if (m->nonce[0])
+                json_object_object_add(o, "nonce", json_object_new_string(m->nonce));
         if (m->mac[0])
                 json_object_object_add(o, "mac", json_object_new_string(m->mac));
         s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -479,7 +492,13 @@ static int marker_resolve(const char *state_dir, struct crypt_device *cd, const 
                             "machine). Removing it without destroying any keyslot. It names keyslots %s: check "
                             "them with 'cryptsetup luksDump %s', and only if one is really left over remove it "
                             "with 'cryptsetup luksKillSlot %s N'.", device, m.operation, marker_id,
-                            m.mac[0] ? "has a MAC that does not verify" : "has no MAC", slots, device, device);
+                            !m.mac[0] ? "has no MAC" :
+                            m.mac_verified ? "is signed, but by an operation that is over (saved and planted again?)" :
+                            "has a MAC that does not verify", slots, device, device);
+                /* An edited marker ends its operation too: the original must not verify if planted again. */
+                r = tg_pending_marker_retire(state_dir, &m);
+                if (r < 0)
+                        return r;
                 r = tg_luks_token_remove(cd, marker_id);
                 if (r < 0)
                         return r;
@@ -531,6 +550,11 @@ static int marker_resolve(const char *state_dir, struct crypt_device *cd, const 
         }
         /* A destroyed recovery key leaves its label with no keyslot (libcryptsetup unassigns it). */
         r = tg_luks_remove_orphan_labels(cd, actions);
+        if (r < 0)
+                return r;
+        /* The operation is over: unregistered first, so the marker never verifies again, even if saved and
+         * planted later (a crash between the two leaves a marker that is then only removed). */
+        r = tg_pending_marker_retire(state_dir, &m);
         if (r < 0)
                 return r;
         r = tg_luks_token_remove(cd, marker_id);
