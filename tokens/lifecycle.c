@@ -44,6 +44,7 @@
 #include "fault.h"
 #include "interrupt.h"
 #include "json-util.h"
+#include "keyslot-owner.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "luks.h"
@@ -394,8 +395,8 @@ static void migrate_marker_plan(struct crypt_device *cd, int marker_id, const tg
         p->leftover_keyslot = m->old_keyslot;
 }
 
-void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, int proven_keyslot,
-                            tg_marker_plan *ret) {
+void tg_pending_marker_plan(const char *state_dir, struct crypt_device *cd, int marker_id, const tg_pending_marker *m,
+                            int proven_keyslot, tg_marker_plan *ret) {
         tg_marker_plan p = { .leftover_keyslot = -1, .leftover_token = -1 };
         tg_token t;
 
@@ -428,15 +429,16 @@ void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pen
                  * (the old token, the marker), which an attacker writes: an edited token that names the
                  * recovery passphrase's keyslot must never make us destroy it, least of all after the owner
                  * has just proven that passphrase (reseal --unlock-key-file). Ours only if this run's unseal
-                 * opened it, or it has the PBKDF tpmguard gives its keyslots (a passphrase's keyslot with
-                 * that PBKDF would no longer open with the passphrase). */
+                 * opened it, or it is the keyslot tpmguard recorded as its own (keyslot-owner.h). Not by its
+                 * PBKDF: systemd-cryptenroll gives its recovery keys the very PBKDF tpmguard gives its
+                 * keyslots, and an edited token named one. */
                 if (tg_luks_keyslot_active(cd, m->old_keyslot) && !tg_luks_keyslot_referenced(cd, m->old_keyslot, marker_id)) {
-                        if (m->old_keyslot == proven_keyslot || tg_luks_keyslot_has_minimal_pbkdf(cd, m->old_keyslot))
+                        if (m->old_keyslot == proven_keyslot || tg_keyslot_owned(state_dir, cd, m->old_keyslot))
                                 p.leftover_keyslot = m->old_keyslot;
                         else
-                                p.why_kept = "nothing shows it is tpmguard's (no unseal opened it, and its PBKDF is "
-                                             "not the one tpmguard gives its keyslots): if it is not a passphrase's "
-                                             "keyslot, remove it with 'cryptsetup luksKillSlot'";
+                                p.why_kept = "nothing shows it is tpmguard's (no unseal opened it, and it is not a "
+                                             "keyslot tpmguard recorded as its own): if no passphrase or recovery "
+                                             "key opens it, remove it with 'cryptsetup luksKillSlot'";
                 }
         } else if (tg_luks_keyslot_active(cd, m->new_keyslot) && !tg_luks_keyslot_referenced(cd, m->new_keyslot, marker_id)) {
                 /* Ours only if the marker was bound to it, or it has the PBKDF tpmguard gives its keyslots. */
@@ -480,7 +482,7 @@ static int marker_resolve(const char *state_dir, struct crypt_device *cd, const 
         if (r < 0)
                 return log_error_rc(r, "Cannot check the pending marker (token %d) of %s: nothing was changed.",
                                     marker_id, device);
-        tg_pending_marker_plan(cd, marker_id, &m, proven_keyslot, &p);
+        tg_pending_marker_plan(state_dir, cd, marker_id, &m, proven_keyslot, &p);
         if (p.unauthenticated) {
                 char slots[64] = "";
 
@@ -648,6 +650,8 @@ static int unseal_current(lifecycle *lc, const tg_secret *pin, tg_secret **ret) 
                 return log_error_rc(-TG_ERR_TOKEN, "The secret of token %d does not open its keyslot %d (%s): "
                                     "nothing was changed.", lc->token_id, lc->token.keyslot, strerror(-r));
         lc->proven_keyslot = lc->token.keyslot;
+        /* Proven ours (also for a keyslot enrolled before tpmguard recorded its keyslots). */
+        tg_keyslot_own(lc->state_dir, lc->cd, lc->token.keyslot);
         *ret = TAKE_PTR(secret);
         return 0;
 }
@@ -787,6 +791,7 @@ static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const
                 r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot %d does not open: %s", new_keyslot, strerror(-r));
                 goto undo;
         }
+        tg_keyslot_own(lc->state_dir, lc->cd, new_keyslot);
 
         /* 4. The switch: one write. From here on the new secret is the one. */
         r = tg_token_to_string(&t, &token_json);
@@ -1407,12 +1412,13 @@ int tg_remove(const tg_config *config, const char *device, int token, tg_lifecyc
                         log_notice("Keyslot %d is also used by another token; keeping it.", t.keyslot);
                 /* The keyslot number is the header's word, which an attacker writes: a token edited to
                  * name the recovery passphrase's keyslot must not make 'remove' destroy it. Ours only
-                 * with the PBKDF tpmguard gives its keyslots (a passphrase's keyslot rewritten to that
-                 * PBKDF no longer opens with the passphrase anyway). */
-                else if (!tg_luks_keyslot_has_minimal_pbkdf(cd, t.keyslot))
-                        log_warning("Keeping keyslot %d: its PBKDF is not the one tpmguard gives its keyslots, so it "
-                                    "may be a passphrase's (an edited token can name any keyslot). If it is not, "
-                                    "remove it with 'cryptsetup luksKillSlot %s %d'.", t.keyslot, device, t.keyslot);
+                 * when tpmguard recorded it as its own (keyslot-owner.h); not by its PBKDF, which
+                 * systemd-cryptenroll's recovery keys share with tpmguard's keyslots. */
+                else if (!tg_keyslot_owned(config->state_dir, cd, t.keyslot))
+                        log_warning("Keeping keyslot %d: it is not a keyslot tpmguard recorded as its own, so it may "
+                                    "be a passphrase's or a recovery key's (an edited token can name any keyslot). If "
+                                    "it is not, remove it with 'cryptsetup luksKillSlot %s %d'.", t.keyslot, device,
+                                    t.keyslot);
                 else if (crypt_keyslot_status(cd, t.keyslot) == CRYPT_SLOT_ACTIVE_LAST)
                         return log_error_rc(-TG_ERR_INVALID, "Keyslot %d of token %d is the last keyslot of %s: removing "
                                             "it would leave no way to open the volume. Add a recovery passphrase "

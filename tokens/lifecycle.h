@@ -146,8 +146,8 @@ typedef struct tg_marker_plan {
 } tg_marker_plan;
 /* proven_keyslot: a keyslot the caller proved to be the token's (its unsealed secret opened it), or -1.
  * Call tg_pending_marker_authenticate() first: an unauthenticated marker plans nothing. */
-void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, int proven_keyslot,
-                            tg_marker_plan *ret);
+void tg_pending_marker_plan(const char *state_dir, struct crypt_device *cd, int marker_id, const tg_pending_marker *m,
+                            int proven_keyslot, tg_marker_plan *ret);
 
 typedef struct tg_lifecycle_result {
         int token;            /* the token id after the operation */
