@@ -901,7 +901,7 @@ static void append_missing(char *buf, size_t size, const char *what) {
 
 static void check_initrd(doctor *d) {
         _cleanup_free_ char *listing = NULL, *default_path = NULL, *pinned_rel = NULL, *bindings_path = NULL, *bindings_rel = NULL;
-        char tool[512], missing[512] = "";
+        char tool[512], missing[512] = "", other[512] = "";
         const char *path = d->options->initrd;
         struct utsname u;
         struct stat st;
@@ -1009,6 +1009,30 @@ static void check_initrd(doctor *d) {
         }
         add_check(d, "initrd", path, TG_DOCTOR_OK, 0, "Holds the token plugin, the tpmguard command%s.",
                   d->provisioned ? " and the pinned EK signing key" : "");
+
+        /*
+         * Decoy volumes past the binding: the volume binding is checked by tpmguard's plugin only.
+         * systemd-cryptsetup (no tpm2-device=) tries every token type, the next one after ours
+         * refused a volume, so an initrd that also carries another plugin that unseals from this
+         * TPM unlocks a decoy (the victim's UUID, a systemd-tpm2 token of its own sealed to this
+         * TPM's PCR values from the attacker's OS, no PIN) with no PIN and no binding check, and
+         * boots the attacker's root in the good PCR state. clevis' tpm2 pin in the initrd does the
+         * same through clevis' own unlocker.
+         */
+        if (listing_has(listing, "cryptsetup/libcryptsetup-token-systemd-tpm2.so"))
+                append_missing(other, sizeof other, " systemd's TPM2 token plugin (libcryptsetup-token-systemd-tpm2.so),");
+        if (listing_has(listing, "bin/clevis-decrypt-tpm2"))
+                append_missing(other, sizeof other, " clevis' tpm2 pin (clevis-decrypt-tpm2),");
+        if (other[0]) {
+                other[strlen(other) - 1] = '\0';
+                c = add_check(d, "initrd-decoy", path, TG_DOCTOR_PROBLEM, -TG_ERR_VOLUME_BINDING,
+                              "The initrd also holds%s: a decoy volume (this volume's UUID, a token of that kind "
+                              "sealed to this TPM's PCR values, no PIN) would be unlocked by it, with no PIN and "
+                              "without tpmguard's volume binding check.", other);
+                set_next(d, c, "If no volume needs it at boot: remove tpm2-device= from /etc/crypttab, leave the "
+                         "module out (dracut: omit_dracutmodules+=\" tpm2-tss clevis \"; initramfs-tools: remove "
+                         "clevis-initramfs), and rebuild the initrd.");
+        }
 }
 
 int tg_doctor_run(const tg_config *config, const tg_doctor_options *options, tg_doctor_report **ret) {

@@ -199,7 +199,7 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                         }
                         /* An unsigned or wrongly signed marker (planted, edited, older tpmguard) directs nothing. */
                         r = tg_pending_marker_authenticate(config->state_dir, cd, &m);
-                        tg_pending_marker_plan(cd, id, &m, -1, &p);
+                        tg_pending_marker_plan(config->state_dir, cd, id, &m, -1, &p);
                         json_object_object_add(e, "valid", json_object_new_boolean(true));
                         json_object_object_add(e, "authenticated", json_object_new_boolean(m.authenticated));
                         json_object_object_add(e, "operation", json_object_new_string(m.operation));

@@ -44,6 +44,7 @@
 #include "fault.h"
 #include "interrupt.h"
 #include "json-util.h"
+#include "keyslot-owner.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "luks.h"
@@ -251,6 +252,17 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
                                             TG_MARKER_MAC_HEX_SIZE - 1);
                 memcpy(m.mac, mac, TG_MARKER_MAC_HEX_SIZE);
         }
+        if (json_object_object_get_ex(o, "nonce", &v)) {
+                const char *nonce = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+                bool hex = nonce && strlen(nonce) == TG_MARKER_NONCE_HEX_SIZE - 1;
+
+                for (size_t i = 0; hex && nonce[i]; i++)
+                        hex = (nonce[i] >= '0' && nonce[i] <= '9') || (nonce[i] >= 'a' && nonce[i] <= 'f');
+                if (!hex)
+                        return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"nonce\" must be %d lowercase hex digits.",
+                                            TG_MARKER_NONCE_HEX_SIZE - 1);
+                memcpy(m.nonce, nonce, TG_MARKER_NONCE_HEX_SIZE);
+        }
         if (!json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array) ||
             json_object_array_length(arr) > 1)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"keyslots\" must list at most one keyslot.");
@@ -301,6 +313,8 @@ int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret) {
                 json_object_object_add(p, "parallel", json_object_new_int64(m->pbkdf.parallel));
                 json_object_object_add(o, "pbkdf", p);
         }
+        if (m->nonce[0])
+                json_object_object_add(o, "nonce", json_object_new_string(m->nonce));
         if (m->mac[0])
                 json_object_object_add(o, "mac", json_object_new_string(m->mac));
         s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
@@ -381,8 +395,8 @@ static void migrate_marker_plan(struct crypt_device *cd, int marker_id, const tg
         p->leftover_keyslot = m->old_keyslot;
 }
 
-void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, int proven_keyslot,
-                            tg_marker_plan *ret) {
+void tg_pending_marker_plan(const char *state_dir, struct crypt_device *cd, int marker_id, const tg_pending_marker *m,
+                            int proven_keyslot, tg_marker_plan *ret) {
         tg_marker_plan p = { .leftover_keyslot = -1, .leftover_token = -1 };
         tg_token t;
 
@@ -415,15 +429,16 @@ void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pen
                  * (the old token, the marker), which an attacker writes: an edited token that names the
                  * recovery passphrase's keyslot must never make us destroy it, least of all after the owner
                  * has just proven that passphrase (reseal --unlock-key-file). Ours only if this run's unseal
-                 * opened it, or it has the PBKDF tpmguard gives its keyslots (a passphrase's keyslot with
-                 * that PBKDF would no longer open with the passphrase). */
+                 * opened it, or it is the keyslot tpmguard recorded as its own (keyslot-owner.h). Not by its
+                 * PBKDF: systemd-cryptenroll gives its recovery keys the very PBKDF tpmguard gives its
+                 * keyslots, and an edited token named one. */
                 if (tg_luks_keyslot_active(cd, m->old_keyslot) && !tg_luks_keyslot_referenced(cd, m->old_keyslot, marker_id)) {
-                        if (m->old_keyslot == proven_keyslot || tg_luks_keyslot_has_minimal_pbkdf(cd, m->old_keyslot))
+                        if (m->old_keyslot == proven_keyslot || tg_keyslot_owned(state_dir, cd, m->old_keyslot))
                                 p.leftover_keyslot = m->old_keyslot;
                         else
-                                p.why_kept = "nothing shows it is tpmguard's (no unseal opened it, and its PBKDF is "
-                                             "not the one tpmguard gives its keyslots): if it is not a passphrase's "
-                                             "keyslot, remove it with 'cryptsetup luksKillSlot'";
+                                p.why_kept = "nothing shows it is tpmguard's (no unseal opened it, and it is not a "
+                                             "keyslot tpmguard recorded as its own): if no passphrase or recovery "
+                                             "key opens it, remove it with 'cryptsetup luksKillSlot'";
                 }
         } else if (tg_luks_keyslot_active(cd, m->new_keyslot) && !tg_luks_keyslot_referenced(cd, m->new_keyslot, marker_id)) {
                 /* Ours only if the marker was bound to it, or it has the PBKDF tpmguard gives its keyslots. */
@@ -467,7 +482,7 @@ static int marker_resolve(const char *state_dir, struct crypt_device *cd, const 
         if (r < 0)
                 return log_error_rc(r, "Cannot check the pending marker (token %d) of %s: nothing was changed.",
                                     marker_id, device);
-        tg_pending_marker_plan(cd, marker_id, &m, proven_keyslot, &p);
+        tg_pending_marker_plan(state_dir, cd, marker_id, &m, proven_keyslot, &p);
         if (p.unauthenticated) {
                 char slots[64] = "";
 
@@ -479,7 +494,13 @@ static int marker_resolve(const char *state_dir, struct crypt_device *cd, const 
                             "machine). Removing it without destroying any keyslot. It names keyslots %s: check "
                             "them with 'cryptsetup luksDump %s', and only if one is really left over remove it "
                             "with 'cryptsetup luksKillSlot %s N'.", device, m.operation, marker_id,
-                            m.mac[0] ? "has a MAC that does not verify" : "has no MAC", slots, device, device);
+                            !m.mac[0] ? "has no MAC" :
+                            m.mac_verified ? "is signed, but by an operation that is over (saved and planted again?)" :
+                            "has a MAC that does not verify", slots, device, device);
+                /* An edited marker ends its operation too: the original must not verify if planted again. */
+                r = tg_pending_marker_retire(state_dir, &m);
+                if (r < 0)
+                        return r;
                 r = tg_luks_token_remove(cd, marker_id);
                 if (r < 0)
                         return r;
@@ -531,6 +552,11 @@ static int marker_resolve(const char *state_dir, struct crypt_device *cd, const 
         }
         /* A destroyed recovery key leaves its label with no keyslot (libcryptsetup unassigns it). */
         r = tg_luks_remove_orphan_labels(cd, actions);
+        if (r < 0)
+                return r;
+        /* The operation is over: unregistered first, so the marker never verifies again, even if saved and
+         * planted later (a crash between the two leaves a marker that is then only removed). */
+        r = tg_pending_marker_retire(state_dir, &m);
         if (r < 0)
                 return r;
         r = tg_luks_token_remove(cd, marker_id);
@@ -632,6 +658,8 @@ static int unseal_current(lifecycle *lc, const tg_secret *pin, tg_secret **ret) 
                 return log_error_rc(-TG_ERR_TOKEN, "The secret of token %d does not open its keyslot %d (%s): "
                                     "nothing was changed.", lc->token_id, lc->token.keyslot, strerror(-r));
         lc->proven_keyslot = lc->token.keyslot;
+        /* Proven ours (also for a keyslot enrolled before tpmguard recorded its keyslots). */
+        tg_keyslot_own(lc->state_dir, lc->cd, lc->token.keyslot);
         *ret = TAKE_PTR(secret);
         return 0;
 }
@@ -773,6 +801,7 @@ static int move_to_new_keyslot_steps(lifecycle *lc, const char *operation, const
                 r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot %d does not open: %s", new_keyslot, strerror(-r));
                 goto undo;
         }
+        tg_keyslot_own(lc->state_dir, lc->cd, new_keyslot);
 
         /* 4. The switch: one write. From here on the new secret is the one. */
         r = tg_token_to_string(&t, &token_json);
@@ -1393,12 +1422,13 @@ int tg_remove(const tg_config *config, const char *device, int token, tg_lifecyc
                         log_notice("Keyslot %d is also used by another token; keeping it.", t.keyslot);
                 /* The keyslot number is the header's word, which an attacker writes: a token edited to
                  * name the recovery passphrase's keyslot must not make 'remove' destroy it. Ours only
-                 * with the PBKDF tpmguard gives its keyslots (a passphrase's keyslot rewritten to that
-                 * PBKDF no longer opens with the passphrase anyway). */
-                else if (!tg_luks_keyslot_has_minimal_pbkdf(cd, t.keyslot))
-                        log_warning("Keeping keyslot %d: its PBKDF is not the one tpmguard gives its keyslots, so it "
-                                    "may be a passphrase's (an edited token can name any keyslot). If it is not, "
-                                    "remove it with 'cryptsetup luksKillSlot %s %d'.", t.keyslot, device, t.keyslot);
+                 * when tpmguard recorded it as its own (keyslot-owner.h); not by its PBKDF, which
+                 * systemd-cryptenroll's recovery keys share with tpmguard's keyslots. */
+                else if (!tg_keyslot_owned(config->state_dir, cd, t.keyslot))
+                        log_warning("Keeping keyslot %d: it is not a keyslot tpmguard recorded as its own, so it may "
+                                    "be a passphrase's or a recovery key's (an edited token can name any keyslot). If "
+                                    "it is not, remove it with 'cryptsetup luksKillSlot %s %d'.", t.keyslot, device,
+                                    t.keyslot);
                 else if (crypt_keyslot_status(cd, t.keyslot) == CRYPT_SLOT_ACTIVE_LAST)
                         return log_error_rc(-TG_ERR_INVALID, "Keyslot %d of token %d is the last keyslot of %s: removing "
                                             "it would leave no way to open the volume. Add a recovery passphrase "

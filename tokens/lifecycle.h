@@ -47,6 +47,21 @@
 #define TG_MARKER_MAC_HEX_SIZE 65   /* 64 hex digits and the NUL */
 
 /*
+ * Freshness: a MAC proves that tpmguard wrote a marker for this volume, not
+ * that its operation is still open. A marker saved from the header (during
+ * an operation, or left by a crash) and planted again after its keyslot
+ * numbers were reused would direct the destruction of whatever holds them
+ * now (the recovery passphrase, after a second passwd). So each operation's
+ * marker carries a random "nonce", inside the MAC, that is registered as a
+ * file state_dir/pending-markers/NONCE before the marker is first written
+ * and unregistered before the marker is removed: only a marker of an
+ * operation still open on this machine is authentic.
+ */
+#define TG_MARKER_NONCE_DIR_NAME "pending-markers"
+#define TG_MARKER_NONCE_SIZE 16
+#define TG_MARKER_NONCE_HEX_SIZE 33 /* 32 hex digits and the NUL */
+
+/*
  * The passphrase operations (recovery-key, passwd) use the same marker with
  * a different commit point, since no tpmguard token switches: the marker is
  * rewritten with "committed": true once the new keyslot is proven (and, for
@@ -77,7 +92,9 @@ typedef struct tg_pending_marker {
         bool committed;       /* passphrase operations: past the commit point */
         tg_pbkdf_fingerprint pbkdf; /* passphrase operations: the new keyslot's PBKDF; type "" if none */
         char mac[TG_MARKER_MAC_HEX_SIZE]; /* "mac", lowercase hex; "" if absent */
+        char nonce[TG_MARKER_NONCE_HEX_SIZE]; /* "nonce", lowercase hex; "" if absent (never authentic) */
         bool authenticated;   /* set by tg_pending_marker_authenticate(), never by the parser */
+        bool mac_verified;    /* ditto: the MAC verifies (authenticated also needs the nonce registered) */
 } tg_pending_marker;
 
 /* Is this a passphrase operation's marker (committed flag decides, not a token)? */
@@ -103,14 +120,21 @@ int tg_pending_marker_mac(const tg_secret *key, const char *uuid, const tg_pendi
                           char ret[TG_MARKER_MAC_HEX_SIZE]);
 /* Does m carry the right MAC for this key and UUID (constant-time compare)? A missing "mac" never does. */
 bool tg_pending_marker_mac_matches(const tg_secret *key, const char *uuid, const tg_pending_marker *m);
-/* Sets m->mac for the volume cd, creating the key on first use. Call before every marker write. */
+/*
+ * Sets m->mac for the volume cd, creating the key on first use. Call before every marker write. The
+ * first call for an operation (m->nonce empty) also draws its nonce and registers it in state_dir.
+ */
 int tg_pending_marker_sign(const char *state_dir, struct crypt_device *cd, tg_pending_marker *m);
 /*
  * Sets m->authenticated: true only when the MAC verifies under the key in
- * state_dir. No key, no "mac", a wrong MAC: false (returns 0). An error only
- * when the key exists but cannot be trusted or read (nothing is decided then).
+ * state_dir and the marker's nonce is registered there (its operation is
+ * still open). No key, no "mac", a wrong MAC, no or an unregistered nonce:
+ * false (returns 0). An error only when the key exists but cannot be trusted
+ * or read, or the registry cannot be read (nothing is decided then).
  */
 int tg_pending_marker_authenticate(const char *state_dir, struct crypt_device *cd, tg_pending_marker *m);
+/* Unregisters m's nonce (its operation is over): call before the marker is removed. 0 if it had none. */
+int tg_pending_marker_retire(const char *state_dir, const tg_pending_marker *m);
 
 /* What resolving a marker does, decided without writing anything (status shows it). */
 typedef struct tg_marker_plan {
@@ -122,8 +146,8 @@ typedef struct tg_marker_plan {
 } tg_marker_plan;
 /* proven_keyslot: a keyslot the caller proved to be the token's (its unsealed secret opened it), or -1.
  * Call tg_pending_marker_authenticate() first: an unauthenticated marker plans nothing. */
-void tg_pending_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, int proven_keyslot,
-                            tg_marker_plan *ret);
+void tg_pending_marker_plan(const char *state_dir, struct crypt_device *cd, int marker_id, const tg_pending_marker *m,
+                            int proven_keyslot, tg_marker_plan *ret);
 
 typedef struct tg_lifecycle_result {
         int token;            /* the token id after the operation */

@@ -9,6 +9,7 @@
 #include "error.h"
 #include "fault.h"
 #include "interrupt.h"
+#include "keyslot-owner.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "luks.h"
@@ -257,6 +258,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
                 r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot does not open: %s", strerror(-r));
                 goto undo;
         }
+        tg_keyslot_own(config->state_dir, cd, keyslot);
         r = tg_interrupt_check("after sealing");
         if (r < 0)
                 goto undo;

@@ -18,11 +18,23 @@
  * does not cover "keyslots": libcryptsetup changes that list itself
  * (crypt_token_assign_keyslot, crypt_keyslot_destroy), and the binding only
  * matters for new_keyslot, which is covered.
+ *
+ * The replay: a MAC alone proves that tpmguard once wrote the marker, not
+ * that its operation is still open. Whoever reads the header while an
+ * operation runs (or finds one a crash left) can save the signed marker and
+ * plant it again after the keyslot numbers it names were reused: a committed
+ * passwd marker "old 0, new 2", replayed after a second passwd moved the
+ * passphrase back into keyslot 0, destroyed that keyslot. So the MAC also
+ * covers a random nonce that is registered in state_dir/pending-markers/
+ * while the operation is open (before the first write of its marker, until
+ * just before its removal), and a marker is authentic only while its nonce
+ * is registered.
  */
 #include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -34,7 +46,7 @@
 #include "secret.h"
 #include "util.h"
 
-#define MARKER_MAC_LABEL "tpmguard pending marker v1"
+#define MARKER_MAC_LABEL "tpmguard pending marker v2"
 
 static int key_path(const char *state_dir, char **ret) {
         return tg_asprintf(ret, "%s/%s", state_dir, TG_MARKER_KEY_FILE_NAME);
@@ -174,12 +186,13 @@ int tg_pending_marker_mac(const tg_secret *key, const char *uuid, const tg_pendi
                 return log_error_rc(-TG_ERR_TOKEN, "The volume's UUID contains a newline.");
         /* One field a line, in a fixed order, integers in decimal, absent ones -1: the same string however
          * libcryptsetup re-serializes the token. Only the UUID and the PBKDF type are free text; the type
-         * comes last on its line after a fixed number of integers, and a UUID cannot hold a newline. */
+         * comes last on its line after a fixed number of integers, and a UUID cannot hold a newline (the
+         * nonce is hex, checked by the parser). */
         if (tg_asprintf(&msg,
                         MARKER_MAC_LABEL "\n"
-                        "uuid=%s\nversion=%d\noperation=%s\ntoken=%d\nold_keyslot=%d\nnew_keyslot=%d\ncommitted=%d\n"
-                        "pbkdf=%u,%u,%u,%s\n",
-                        uuid, TG_PENDING_VERSION, m->operation, m->token, m->old_keyslot, m->new_keyslot,
+                        "uuid=%s\nversion=%d\noperation=%s\nnonce=%s\ntoken=%d\nold_keyslot=%d\nnew_keyslot=%d\n"
+                        "committed=%d\npbkdf=%u,%u,%u,%s\n",
+                        uuid, TG_PENDING_VERSION, m->operation, m->nonce, m->token, m->old_keyslot, m->new_keyslot,
                         m->committed ? 1 : 0, m->pbkdf.iterations, m->pbkdf.memory_kb, m->pbkdf.parallel,
                         m->pbkdf.type) < 0)
                 return -TG_ERR_NOMEM;
@@ -199,6 +212,71 @@ static const char *volume_uuid(struct crypt_device *cd) {
         return uuid ?: "";
 }
 
+static int nonce_path(const char *state_dir, const char *nonce, char **ret) {
+        return tg_asprintf(ret, "%s/%s/%s", state_dir, TG_MARKER_NONCE_DIR_NAME, nonce);
+}
+
+static bool nonce_valid(const char *nonce) {
+        size_t n = strlen(nonce);
+
+        if (n != TG_MARKER_NONCE_HEX_SIZE - 1)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((nonce[i] >= '0' && nonce[i] <= '9') || (nonce[i] >= 'a' && nonce[i] <= 'f')))
+                        return false;
+        return true;
+}
+
+static void fsync_dir(const char *path) {
+        _cleanup_close_ int dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (dfd >= 0)
+                (void) fsync(dfd);
+}
+
+/* A fresh nonce for m, registered (file created and synced) before any marker carrying it is written. */
+static int nonce_register(const char *state_dir, tg_pending_marker *m) {
+        _cleanup_free_ char *dir = NULL, *path = NULL, *hex = NULL;
+        _cleanup_close_ int fd = -1;
+        uint8_t raw[TG_MARKER_NONCE_SIZE];
+        int r;
+
+        if (RAND_bytes(raw, sizeof raw) != 1)
+                return log_error_rc(-TG_ERR_IO, "The OpenSSL random generator failed.");
+        r = tg_hex_encode(raw, sizeof raw, &hex);
+        if (r < 0)
+                return r;
+        if (tg_asprintf(&dir, "%s/%s", state_dir, TG_MARKER_NONCE_DIR_NAME) < 0 || nonce_path(state_dir, hex, &path) < 0)
+                return -TG_ERR_NOMEM;
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                return log_error_rc(-TG_ERR_IO, "Cannot create %s: %m. Nothing was changed.", dir);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0 || fsync(fd) < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot register the pending marker in %s: %m. Nothing was changed.",
+                                    path);
+        fsync_dir(dir);
+        memcpy(m->nonce, hex, TG_MARKER_NONCE_HEX_SIZE);
+        return 0;
+}
+
+/* 1 when the nonce is registered in state_dir (a regular file, not a link), 0 when not. */
+static int nonce_registered(const char *state_dir, const char *nonce) {
+        _cleanup_free_ char *path = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        if (!nonce_valid(nonce))
+                return 0;
+        if (nonce_path(state_dir, nonce, &path) < 0)
+                return -TG_ERR_NOMEM;
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+        if (fd < 0 && (errno == ENOENT || errno == ELOOP))
+                return 0;
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot read the pending-marker registry entry %s: %m", path);
+        return S_ISREG(st.st_mode) ? 1 : 0;
+}
+
 int tg_pending_marker_sign(const char *state_dir, struct crypt_device *cd, tg_pending_marker *m) {
         _cleanup_secret_ tg_secret *key = NULL;
         int r;
@@ -206,7 +284,27 @@ int tg_pending_marker_sign(const char *state_dir, struct crypt_device *cd, tg_pe
         r = tg_marker_key_load(state_dir, true, &key);
         if (r < 0)
                 return log_error_rc(r, "Cannot sign the pending marker: nothing was changed.");
+        /* The operation's first marker write: its nonce, registered before the marker exists. */
+        if (!m->nonce[0]) {
+                r = nonce_register(state_dir, m);
+                if (r < 0)
+                        return r;
+        }
         return tg_pending_marker_mac(key, volume_uuid(cd), m, m->mac);
+}
+
+int tg_pending_marker_retire(const char *state_dir, const tg_pending_marker *m) {
+        _cleanup_free_ char *path = NULL, *dir = NULL;
+
+        if (!nonce_valid(m->nonce))
+                return 0;
+        if (nonce_path(state_dir, m->nonce, &path) < 0 || tg_asprintf(&dir, "%s/%s", state_dir, TG_MARKER_NONCE_DIR_NAME) < 0)
+                return -TG_ERR_NOMEM;
+        if (unlink(path) < 0 && errno != ENOENT)
+                return log_error_rc(-TG_ERR_IO, "Cannot unregister the pending marker %s: %m. The marker stays; "
+                                    "fix the cause and run 'tpmguard cleanup' again.", path);
+        fsync_dir(dir);
+        return 0;
 }
 
 bool tg_pending_marker_mac_matches(const tg_secret *key, const char *uuid, const tg_pending_marker *m) {
@@ -223,7 +321,7 @@ int tg_pending_marker_authenticate(const char *state_dir, struct crypt_device *c
         _cleanup_secret_ tg_secret *key = NULL;
         int r;
 
-        m->authenticated = false;
+        m->authenticated = m->mac_verified = false;
         if (m->mac[0] == '\0')
                 return 0;       /* an older tpmguard's marker, or a planted one */
         r = tg_marker_key_load(state_dir, false, &key);
@@ -231,6 +329,13 @@ int tg_pending_marker_authenticate(const char *state_dir, struct crypt_device *c
                 return 0;       /* this machine never wrote a marker: not ours */
         if (r < 0)
                 return r;
-        m->authenticated = tg_pending_marker_mac_matches(key, volume_uuid(cd), m);
+        m->mac_verified = tg_pending_marker_mac_matches(key, volume_uuid(cd), m);
+        if (!m->mac_verified)
+                return 0;
+        /* Signed by us, but is its operation still open? A saved marker planted again is not (replay). */
+        r = nonce_registered(state_dir, m->nonce);
+        if (r < 0)
+                return r;
+        m->authenticated = r > 0;
         return 0;
 }

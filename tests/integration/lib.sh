@@ -185,22 +185,29 @@ setup_enrolled() { setup_enrolled_common "$@"; }
 
 # Signs the pending marker in file $1 for image $2 as tpmguard does
 # (tokens/marker-auth.c): HMAC-SHA256 under $WORK/state/marker.key over the
-# canonical field string, written as "mac". An independent implementation of
-# the canonical form, so a change to it breaks these tests. The key exists
-# once tpmguard has written one marker (enroll does).
+# canonical field string, written as "mac". A marker without a "nonce" gets
+# one, registered in $WORK/state/pending-markers as an open operation's is
+# (so the result is what a real interrupted operation leaves). An
+# independent implementation of the canonical form, so a change to it
+# breaks these tests. The key exists once tpmguard has written one marker
+# (enroll does).
 sign_marker() {
-        python3 - "$1" "$(cryptsetup luksUUID "$2")" "$WORK/state/marker.key" <<'PY'
-import hashlib, hmac, json, sys
-path, uuid, keyfile = sys.argv[1:4]
+        python3 - "$1" "$(cryptsetup luksUUID "$2")" "$WORK/state" <<'PY'
+import hashlib, hmac, json, os, sys
+path, uuid, state = sys.argv[1:4]
 m = json.load(open(path))
 m.pop("mac", None)
+if "nonce" not in m:
+    m["nonce"] = os.urandom(16).hex()
+    os.makedirs(os.path.join(state, "pending-markers"), mode=0o700, exist_ok=True)
+    open(os.path.join(state, "pending-markers", m["nonce"]), "w").close()
 p = m.get("pbkdf", {})
-msg = ("tpmguard pending marker v1\nuuid=%s\nversion=%d\noperation=%s\ntoken=%d\nold_keyslot=%d\n"
+msg = ("tpmguard pending marker v2\nuuid=%s\nversion=%d\noperation=%s\nnonce=%s\ntoken=%d\nold_keyslot=%d\n"
        "new_keyslot=%d\ncommitted=%d\npbkdf=%d,%d,%d,%s\n") % (
-    uuid, m["version"], m["operation"], m.get("token", -1), m.get("old_keyslot", -1), m["new_keyslot"],
+    uuid, m["version"], m["operation"], m["nonce"], m.get("token", -1), m.get("old_keyslot", -1), m["new_keyslot"],
     1 if m.get("committed") else 0, p.get("iterations", 0), p.get("memory", 0), p.get("parallel", 0),
     p.get("type", ""))
-m["mac"] = hmac.new(open(keyfile, "rb").read(), msg.encode(), hashlib.sha256).hexdigest()
+m["mac"] = hmac.new(open(os.path.join(state, "marker.key"), "rb").read(), msg.encode(), hashlib.sha256).hexdigest()
 json.dump(m, open(path, "w"))
 PY
 }

@@ -54,6 +54,8 @@ make_initrd() {
                 *) rm -f "$root/$f" ;;
                 esac
         done
+        # INITRD_EXTRA: paths added as empty files (what other modules put in).
+        for f in ${INITRD_EXTRA:-}; do mkdir -p "$root/$(dirname "$f")"; : >"$root/$f"; done
         (cd "$root" && find . | cpio -o -H newc 2>/dev/null) | gzip >"$WORK/initrd.img"
         INITRD="$WORK/initrd.img"
 }
@@ -210,6 +212,28 @@ initrd_secrets_and_marker_key() {
         make_initrd
         expect_exit 0 doctor "$WORK/disk.img"
         expect_in "[ ok ] marker-key $WORK/state/marker.key: The pending-marker key is root-only." "$OUT"
+}
+
+# Red-team review: the volume binding is checked by tpmguard's plugin only,
+# and systemd-cryptsetup tries every token type after ours refuses a volume.
+# An initrd that also carries systemd's TPM2 token plugin (dracut pulls in
+# tpm2-tss for any crypttab tpm2-device=) or clevis' tpm2 pin unlocks a decoy
+# with a token of that kind sealed to this TPM's PCRs, with no PIN and no
+# binding check: doctor says so and how to leave them out.
+test_case initrd_with_other_tpm_unlocker
+initrd_with_other_tpm_unlocker() {
+        setup_enrolled
+        make_initrd
+        expect_exit 0 doctor "$WORK/disk.img"
+        refute_in "initrd-decoy" "$OUT"
+        INITRD_EXTRA="usr/lib/x86_64-linux-gnu/cryptsetup/libcryptsetup-token-systemd-tpm2.so" make_initrd
+        expect_exit 19 doctor "$WORK/disk.img"
+        expect_in "[FAIL] initrd-decoy" "$OUT"
+        expect_in "systemd's TPM2 token plugin" "$OUT"
+        expect_in "omit_dracutmodules" "$OUT"
+        INITRD_EXTRA="usr/bin/clevis-decrypt-tpm2" make_initrd
+        expect_exit 19 doctor "$WORK/disk.img"
+        expect_in "clevis' tpm2 pin" "$OUT"
 }
 
 test_case no_null_name_by_policy

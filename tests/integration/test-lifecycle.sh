@@ -434,4 +434,67 @@ PY
         recovery_opens "$WORK/disk.img"
 }
 
+# Red-team review: systemd-cryptenroll gives its recovery keys the PBKDF
+# tpmguard gives its own keyslots (PBKDF2-SHA512, 1000 iterations), so
+# "ours by the PBKDF" could not tell them apart. A header writer points the
+# tpmguard token at the recovery key's keyslot (and drops its
+# systemd-recovery label): neither 'reseal --unlock-key-file' nor 'remove'
+# may destroy it. Only a keyslot tpmguard recorded as its own (its KDF salt
+# in state_dir/keyslots.json, written when enroll proved it) goes.
+enroll_systemd_recovery_key() {
+        command -v systemd-cryptenroll >/dev/null || { echo "# systemd-cryptenroll not installed" >&2; return 1; }
+        systemd-cryptenroll --unlock-key-file="$WORK/recovery.key" --recovery-key "$WORK/disk.img" >"$WORK/rk.out" 2>&1
+        grep -oE '([a-z]{8}-){7}[a-z]{8}' "$WORK/rk.out" | head -1 | tr -d '\n' >"$WORK/rk"
+        [ -s "$WORK/rk" ]
+        cryptsetup open --test-passphrase --key-file "$WORK/rk" "$WORK/disk.img"
+}
+point_token_at_keyslot() {
+        cryptsetup token remove --token-id 1 "$WORK/disk.img"   # the systemd-recovery label
+        "$TPMGUARD_SRC/tests/adversarial/luks2-edit" "$WORK/disk.img" "tokens.0.keyslots=[\"$1\"]"
+}
+
+test_case edited_token_never_destroys_systemd_recovery_key
+edited_token_never_destroys_systemd_recovery_key() {
+        setup_enrolled
+        enroll_systemd_recovery_key
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | sed -n '/^  2: luks2/,/Salt/p' | awk '/Hash:/ {print $2}')" = sha512 ]
+        point_token_at_keyslot 2
+        expect_exit 0 "$TPMGUARD" reseal --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "Keeping keyslot 2" "$ERR"
+        cryptsetup open --test-passphrase --key-file "$WORK/rk" "$WORK/disk.img"
+        pin_opens "$WORK/pin"
+        recovery_opens "$WORK/disk.img"
+        # remove: the same edit, the same answer.
+        new=$(cryptsetup luksDump --dump-json-metadata "$WORK/disk.img" |
+                python3 -c 'import json,sys; m=json.load(sys.stdin); print([t for t in m["tokens"].values() if t["type"]=="tpmguard"][0]["keyslots"][0])')
+        "$TPMGUARD_SRC/tests/adversarial/luks2-edit" "$WORK/disk.img" 'tokens.0.keyslots=["2"]'
+        expect_exit 0 "$TPMGUARD" remove "$WORK/disk.img"
+        expect_in "Keeping keyslot 2" "$ERR"
+        cryptsetup open --test-passphrase --key-file "$WORK/rk" "$WORK/disk.img"
+        recovery_opens "$WORK/disk.img"
+        [ "$(tpmguard_tokens)" = 0 ]
+        # The keyslot tpmguard made (and recorded) is still there: it was never named.
+        cryptsetup luksDump "$WORK/disk.img" | grep -q "^  $new: luks2"
+}
+
+# The other side: keyslots tpmguard proved its own still go (enroll records them; a rotate records the
+# keyslot its unseal opened, so a keyslot enrolled before the record existed is recognised after one).
+test_case recorded_keyslots_still_go
+recorded_keyslots_still_go() {
+        setup_enrolled
+        rm -f "$WORK/state/keyslots.json"
+        expect_exit 0 "$TPMGUARD" remove "$WORK/disk.img"
+        expect_in "Keeping keyslot 1" "$ERR"
+        cryptsetup luksKillSlot --batch-mode "$WORK/disk.img" 1
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img"
+        rm -f "$WORK/state/keyslots.json"
+        expect_exit 0 "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img"
+        one_token_two_keyslots
+        expect_exit 0 "$TPMGUARD" remove "$WORK/disk.img"
+        refute_in "Keeping keyslot" "$ERR"
+        [ "$(active_keyslots)" = 1 ]
+        recovery_opens "$WORK/disk.img"
+}
+
 run_cases

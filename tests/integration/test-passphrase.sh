@@ -167,6 +167,10 @@ cleanup_undoes_unbound_passwd_by_fingerprint() {
         # Another PBKDF at that number: someone else's passphrase, kept.
         cryptsetup luksAddKey --batch-mode --pbkdf argon2id --pbkdf-force-iterations 5 --pbkdf-memory 32768 \
                 --pbkdf-parallel 1 --key-file "$WORK/recovery.key" --new-key-slot 2 "$WORK/disk.img" "$WORK/half.key"
+        # (A marker of another open operation: the first one's is over, so replaying it would decide nothing.)
+        python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); [m.pop(k) for k in ("nonce","mac")]; json.dump(m,open(sys.argv[1],"w"))' \
+                "$WORK/marker.json"
+        sign_marker "$WORK/marker.json" "$WORK/disk.img"
         cryptsetup token import --json-file "$WORK/marker.json" "$WORK/disk.img"
         expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
         expect_in "Keeping keyslot 2" "$ERR"
@@ -246,6 +250,59 @@ planted_passwd_marker_destroys_nothing() {
         expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
         refute key_opens "$WORK/new.key"
         pin_opens "$WORK/pin"
+}
+
+# Replay (red-team review): a marker that carries this machine's MAC was
+# captured from the header while a passwd ran (or left there by a crash),
+# and is planted again later, after another passwd has put the recovery
+# passphrase back into the keyslot the old marker names as "old". The MAC
+# still verifies (same volume, same fields), so an authentic-but-stale
+# marker must not destroy that keyslot: only a marker of an operation this
+# machine still has open directs anything.
+test_case replayed_passwd_marker_destroys_nothing
+replayed_passwd_marker_destroys_nothing() {
+        [ "${TPMGUARD_FAULT_INJECTION_BUILD:-}" = true ] || { echo "# needs -Dfault_injection=true to capture a real marker"; return 0; }
+        local n
+        setup_enrolled
+        printf 'second passphrase\n' >"$WORK/second.pass"
+        printf 'second passphrase' >"$WORK/second.key"
+        printf 'a new passphrase' >"$WORK/new.key"
+        # The point at which passwd has committed (marker "committed": true on disk, old keyslot not yet gone).
+        cp "$WORK/disk.img" "$WORK/trace.img"
+        n=$(TPMGUARD_FAULT_TRACE=1 "$TPMGUARD" passwd "${FAST[@]}" --pin-file "$WORK/pin" \
+                --new-passphrase-file "$WORK/new.pass" "$WORK/trace.img" 2>&1 >/dev/null |
+                sed -n 's/^fault-injection: point \([0-9]*\) (after-commit)$/\1/p')
+        [ -n "$n" ]
+        rm -f "$WORK/trace.img"
+        expect_exit 99 env TPMGUARD_FAULT_INJECT_AT="$n" "$TPMGUARD" passwd "${FAST[@]}" --pin-file "$WORK/pin" \
+                --new-passphrase-file "$WORK/new.pass" "$WORK/disk.img"
+        tpm_flush_contexts
+        # What the attacker reads from the header: the committed marker (old keyslot 0, new keyslot 2).
+        python3 - "$WORK/disk.img" "$WORK/captured.json" <<'PY'
+import json, subprocess, sys
+meta = json.loads(subprocess.run(["cryptsetup", "luksDump", "--dump-json-metadata", sys.argv[1]],
+                                 check=True, capture_output=True, text=True).stdout)
+m = [t for t in meta["tokens"].values() if t["type"] == "tpmguard-pending"][0]
+assert m["committed"] and m["old_keyslot"] == 0 and m["new_keyslot"] == 2 and m.get("mac"), m
+m["keyslots"] = []
+json.dump(m, open(sys.argv[2], "w"))
+PY
+        # The owner's next command completes it: keyslot 0 goes, the new passphrase is in keyslot 2.
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        refute key_opens "$WORK/recovery.key"
+        key_opens "$WORK/new.key"
+        # Later, another passwd: the passphrase moves to the free keyslot 0.
+        expect_exit 0 "$TPMGUARD" passwd "${FAST[@]}" --pin-file "$WORK/pin" --key-slot 2 \
+                --new-passphrase-file "$WORK/second.pass" "$WORK/disk.img"
+        expect_in "keyslot 0 replaces keyslot 2" "$OUT"
+        key_opens "$WORK/second.key"
+        # The replay: the captured marker again, then any tpmguard command.
+        cryptsetup token import --json-file "$WORK/captured.json" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" cleanup "$WORK/disk.img"
+        key_opens "$WORK/second.key"
+        keyslot0_active
+        pin_opens "$WORK/pin"
+        refute grep -q tpmguard-pending <(cryptsetup luksDump "$WORK/disk.img")
 }
 
 run_cases

@@ -223,7 +223,8 @@ static bool verifies(const tg_secret *key, const char *uuid, const char *json) {
 static void test_marker_mac(void **state) {
         const tg_pending_marker signed_base = {
                 .operation = "recovery-key", .token = 2, .old_keyslot = 0, .new_keyslot = 1, .bound_keyslot = 1,
-                .committed = true, .pbkdf = { .type = "argon2id", .iterations = 4, .memory_kb = 32768, .parallel = 1 } };
+                .committed = true, .pbkdf = { .type = "argon2id", .iterations = 4, .memory_kb = 32768, .parallel = 1 },
+                .nonce = "0123456789abcdef0123456789abcdef" };
         tg_secret *key = NULL, *other = NULL;
         tg_pending_marker m = signed_base, out;
         char *json = NULL;
@@ -238,6 +239,7 @@ static void test_marker_mac(void **state) {
         assert_true(verifies(key, UUID, json));
         assert_int_equal(tg_pending_marker_from_string(json, &out), 0);
         assert_string_equal(out.mac, m.mac);
+        assert_string_equal(out.nonce, m.nonce);
         assert_false(out.authenticated);  /* the parser never decides that */
         free(json);
 
@@ -248,7 +250,7 @@ static void test_marker_mac(void **state) {
         free(json);
 
         /* Every field changed after signing: refused. */
-        for (int field = 0; field < 9; field++) {
+        for (int field = 0; field < 10; field++) {
                 m = signed_base;
                 assert_int_equal(tg_pending_marker_mac(key, UUID, &m, m.mac), 0);
                 switch (field) {
@@ -261,6 +263,7 @@ static void test_marker_mac(void **state) {
                 case 6: m.pbkdf.iterations = 5; break;
                 case 7: m.pbkdf.memory_kb = 65536; break;
                 case 8: m.pbkdf.parallel = 2; break;
+                case 9: m.nonce[0] = 'f'; break;   /* another operation's (registered) nonce */
                 default: fail();
                 }
                 assert_int_equal(tg_pending_marker_to_string(&m, &json), 0);
@@ -299,6 +302,10 @@ static void test_marker_mac(void **state) {
                 "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":0,\"new_keyslot\":1,\"mac\":1}",
                 ("{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":0,\"new_keyslot\":1,"
                  "\"mac\":\"ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789\"}"),
+                /* A "nonce" that is not 32 lowercase hex digits: malformed too. */
+                "{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":0,\"new_keyslot\":1,\"nonce\":\"00\"}",
+                ("{\"type\":\"tpmguard-pending\",\"keyslots\":[],\"version\":1,\"operation\":\"passwd\",\"old_keyslot\":0,\"new_keyslot\":1,"
+                 "\"nonce\":\"../../../../etc/passwd0123456789ab\"}"),
         };
         for (size_t i = 0; i < ELEMENTSOF(bad); i++)
                 assert_int_equal(tg_pending_marker_from_string(bad[i], &out), -TG_ERR_TOKEN);
