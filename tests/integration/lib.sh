@@ -11,6 +11,15 @@ set -uo pipefail
 : "${TPMGUARD_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 FIXTURE="$TPMGUARD_SRC/tests/fixture/swtpm-fixture"
 
+# Debian's python3 for every "python3" of the test scripts: the one
+# python3-cryptography is installed for and the interposer's #! line names,
+# not whatever comes first in PATH. A version manager's shim there (pyenv's
+# is a bash script that runs "pyenv exec") costs about a second per call, and
+# the integration tier calls python a few hundred times.
+if [ -x /usr/bin/python3 ]; then
+        python3() { /usr/bin/python3 "$@"; }
+fi
+
 _tap_n=0
 _tap_failed=0
 _tap_cases=()
