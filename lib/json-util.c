@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "json-util.h"
+#include "log.h"
 #include "util.h"
 
 _printf_(3, 4) static int problem_set(char *problem, size_t problem_size, const char *fmt, ...) {
@@ -160,4 +161,35 @@ int tg_json_read_object(const char *path, size_t max_size, json_object **ret, ch
         if (r < 0)
                 return problem_set(problem, problem_size, "cannot be read (%s)", tg_err_str(r));
         return tg_json_parse_object((const char *) data, size, ret, problem, problem_size);
+}
+
+int tg_json_read_volumes_file(const char *path, const char *what, size_t max_size, int64_t version, json_object **ret) {
+        _cleanup_json_ json_object *root = NULL;
+        _cleanup_free_ uint8_t *data = NULL;
+        char problem[TG_JSON_PROBLEM_MAX];
+        json_object *volumes;
+        size_t size = 0;
+        int64_t v;
+        int r;
+
+        r = tg_read_trusted_file(path, what, max_size, &data, &size);
+        if (r == -TG_ERR_NOT_FOUND) {
+                *ret = NULL;
+                return 0;
+        }
+        if (r == -TG_ERR_IO)
+                return log_error_rc(r, "Cannot read the %s %s.", what, path);
+        if (r < 0)
+                return r;
+        r = tg_json_parse_object((const char *) data, size, &root, problem, sizeof problem);
+        if (r == 0)
+                r = tg_json_get_int(root, "version", version, version, true, &v, NULL, problem, sizeof problem);
+        if (r == 0)
+                r = tg_json_get(root, "volumes", json_type_object, true, &volumes, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_error_rc(r, "The %s %s: %s.", what, path, problem);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(root);
+        return 0;
 }

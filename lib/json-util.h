@@ -48,3 +48,13 @@ int tg_json_parse_object(const char *text, size_t size, json_object **ret, char 
 /* Reads path (at most max_size bytes) and parses it with tg_json_parse_object();
  * -TG_ERR_NOT_FOUND when it does not exist (nothing logged). */
 int tg_json_read_object(const char *path, size_t max_size, json_object **ret, char *problem, size_t problem_size);
+
+/*
+ * A root-only state file {"version": VERSION, "volumes": {...}} (the volume
+ * bindings, the keyslot record): read only if root owns it and no one else
+ * can write it or its directory (tg_check_trusted: whoever could write it
+ * would decide which volume is ours or which keyslot tpmguard destroys),
+ * then parsed strictly. *ret = NULL and 0 when it does not exist; an error
+ * naming WHAT and the path otherwise.
+ */
+int tg_json_read_volumes_file(const char *path, const char *what, size_t max_size, int64_t version, json_object **ret);

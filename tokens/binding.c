@@ -58,33 +58,9 @@ int tg_volume_fingerprint(struct crypt_device *cd, int keyslot, const tg_secret 
         return 0;
 }
 
-/* Reads volumes.json: NULL (and 0) when it does not exist. Strict: a malformed file is an error. */
+/* Reads volumes.json: NULL (and 0) when it does not exist. Strict: a malformed or untrusted file is an error. */
 static int bindings_load(const char *path, json_object **ret) {
-        _cleanup_json_ json_object *root = NULL;
-        char problem[TG_JSON_PROBLEM_MAX];
-        json_object *volumes;
-        int64_t version;
-        int r;
-
-        r = tg_json_read_object(path, BINDINGS_MAX_SIZE, &root, problem, sizeof problem);
-        if (r == -TG_ERR_NOT_FOUND) {
-                *ret = NULL;
-                return 0;
-        }
-        if (r == -TG_ERR_INVALID)
-                return log_error_rc(r, "%s %s.", path, problem);
-        if (r < 0)
-                return r;
-        r = tg_json_get_int(root, "version", BINDINGS_VERSION, BINDINGS_VERSION, true, &version, NULL, problem,
-                            sizeof problem);
-        if (r == 0)
-                r = tg_json_get(root, "volumes", json_type_object, true, &volumes, problem, sizeof problem);
-        if (r == -TG_ERR_INVALID)
-                return log_error_rc(r, "%s: %s.", path, problem);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(root);
-        return 0;
+        return tg_json_read_volumes_file(path, "volume bindings", BINDINGS_MAX_SIZE, BINDINGS_VERSION, ret);
 }
 
 int tg_volume_binding_record(const char *state_dir, struct crypt_device *cd, int keyslot, const tg_secret *passphrase) {

@@ -48,33 +48,7 @@ static int registry_path(const char *state_dir, char **ret) {
 
 /* The registry: NULL (and 0) when it does not exist; an error when it is untrusted or malformed. */
 static int registry_load(const char *path, json_object **ret) {
-        _cleanup_json_ json_object *root = NULL;
-        _cleanup_free_ uint8_t *data = NULL;
-        char problem[TG_JSON_PROBLEM_MAX];
-        json_object *volumes;
-        size_t size = 0;
-        int64_t version;
-        int r;
-
-        r = tg_read_trusted_file(path, "keyslot record", KEYSLOTS_MAX_SIZE, &data, &size);
-        if (r == -TG_ERR_NOT_FOUND) {
-                *ret = NULL;
-                return 0;
-        }
-        if (r < 0)
-                return r;
-        r = tg_json_parse_object((const char *) data, size, &root, problem, sizeof problem);
-        if (r == 0)
-                r = tg_json_get_int(root, "version", KEYSLOTS_VERSION, KEYSLOTS_VERSION, true, &version, NULL, problem,
-                                    sizeof problem);
-        if (r == 0)
-                r = tg_json_get(root, "volumes", json_type_object, true, &volumes, problem, sizeof problem);
-        if (r == -TG_ERR_INVALID)
-                return log_error_rc(r, "%s: %s.", path, problem);
-        if (r < 0)
-                return r;
-        *ret = TAKE_PTR(root);
-        return 0;
+        return tg_json_read_volumes_file(path, "keyslot record", KEYSLOTS_MAX_SIZE, KEYSLOTS_VERSION, ret);
 }
 
 void tg_keyslot_own(const char *state_dir, struct crypt_device *cd, int keyslot) {

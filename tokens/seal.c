@@ -664,11 +664,9 @@ static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_sec
         return 0;
 }
 
-int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret) {
-        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
-        _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL, object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
+/* The sealed object's authValue: derived from the PIN for a PIN token (none without). */
+static int token_auth(const tg_token *token, const tg_secret *pin, tg_secret **ret) {
         _cleanup_secret_ tg_secret *auth = NULL;
-        TSS2_RC rc;
         int r;
 
         if (token->pin && !pin)
@@ -678,6 +676,20 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                 if (r < 0)
                         return r;
         }
+        *ret = TAKE_PTR(auth);
+        return 0;
+}
+
+int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL, object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
+        _cleanup_secret_ tg_secret *auth = NULL;
+        TSS2_RC rc;
+        int r;
+
+        r = token_auth(token, pin, &auth);
+        if (r < 0)
+                return r;
 
         object.esys = policy.esys = esys;
         if (tg_vtpm_has_session(v)) {
@@ -772,13 +784,9 @@ int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret 
         int r;
 
         assert(tg_vtpm_has_session(v));
-        if (token->pin && !pin)
-                return log_debug_rc(-TG_ERR_PIN_NEEDED, "The token needs a PIN.");
-        if (token->pin) {
-                r = tg_pin_derive_auth(pin, token->pin_salt, sizeof token->pin_salt, token->pin_kdf_iterations, &auth);
-                if (r < 0)
-                        return r;
-        }
+        r = token_auth(token, pin, &auth);
+        if (r < 0)
+                return r;
         r = policy_start(v, token, &policy);
         if (r < 0)
                 return r;
