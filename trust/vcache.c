@@ -49,17 +49,10 @@ static int add_hex(json_object *o, const char *key, const uint8_t *data, size_t 
         return json_object_object_add(o, key, json_object_new_string(hex)) < 0 ? -TG_ERR_NOMEM : 0;
 }
 
-int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_key,
-                    const TPM2B_NAME *null_name, const TPM2B_NAME *signer_name, ESYS_TR srk) {
+/* A new record of this boot's cache, {"version": 1, "boot_id": ...}, once cache_dir is fit to write. */
+static int record_new(const tg_config *config, json_object **ret) {
         _cleanup_json_ json_object *o = json_object_new_object();
-        _cleanup_free_ TPMS_CONTEXT *context = NULL;
-        _cleanup_free_ uint8_t *ctx_bytes = NULL;
-        const size_t ctx_max = sizeof(TPMS_CONTEXT);
-        _cleanup_free_ char *path = NULL;
         char boot_id[SD_ID128_STRING_MAX];
-        const char *text;
-        size_t off = 0;
-        TSS2_RC rc;
         int r;
 
         if (!o)
@@ -68,6 +61,54 @@ int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_ke
         if (r < 0)
                 return r;
         r = boot_id_string(boot_id);
+        if (r < 0)
+                return r;
+        if (json_object_object_add(o, "version", json_object_new_int(1)) < 0 ||
+            json_object_object_add(o, "boot_id", json_object_new_string(boot_id)) < 0)
+                return -TG_ERR_NOMEM;
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+/* A record of this boot's cache at PATH (WHAT names it in debug logs), strictly parsed: version 1 and
+ * this boot's boot_id, or it is not used (a /run that survived a reboot holds another boot's). */
+static int record_read(const tg_config *config, const char *path, const char *what, json_object **ret) {
+        _cleanup_json_ json_object *o = NULL;
+        char boot_id[SD_ID128_STRING_MAX];
+        char problem[TG_JSON_PROBLEM_MAX];
+        json_object *v;
+        int r;
+
+        r = vcache_dir_ok(config->cache_dir, false);
+        if (r < 0)
+                return r;
+        r = tg_json_read_object(path, VCACHE_MAX_SIZE, &o, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return log_debug_rc(r, "cache: %s %s.", path, problem);
+        if (r < 0)
+                return log_debug_rc(r, "No usable %s in %s.", what, path);
+        if (!json_object_object_get_ex(o, "version", &v) || json_object_get_int(v) != 1)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: %s of an unknown version.", what);
+        if (!json_object_object_get_ex(o, "boot_id", &v) || !json_object_is_type(v, json_type_string) ||
+            boot_id_string(boot_id) < 0 || strcmp(json_object_get_string(v), boot_id) != 0)
+                return log_debug_rc(-TG_ERR_INVALID, "cache: %s of another boot.", what);
+        *ret = TAKE_PTR(o);
+        return 0;
+}
+
+int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_key,
+                    const TPM2B_NAME *null_name, const TPM2B_NAME *signer_name, ESYS_TR srk) {
+        _cleanup_json_ json_object *o = NULL;
+        _cleanup_free_ TPMS_CONTEXT *context = NULL;
+        _cleanup_free_ uint8_t *ctx_bytes = NULL;
+        const size_t ctx_max = sizeof(TPMS_CONTEXT);
+        _cleanup_free_ char *path = NULL;
+        const char *text;
+        size_t off = 0;
+        TSS2_RC rc;
+        int r;
+
+        r = record_new(config, &o);
         if (r < 0)
                 return r;
 
@@ -81,9 +122,6 @@ int tg_vcache_store(const tg_config *config, ESYS_CONTEXT *esys, ESYS_TR null_ke
         if (rc != TSS2_RC_SUCCESS)
                 return log_debug_rc(-TG_ERR_TPM, "Cannot marshal the NULL key context: %s", Tss2_RC_Decode(rc));
 
-        if (json_object_object_add(o, "version", json_object_new_int(1)) < 0 ||
-            json_object_object_add(o, "boot_id", json_object_new_string(boot_id)) < 0)
-                return -TG_ERR_NOMEM;
         if (add_hex(o, "null_name", null_name->name, null_name->size) < 0 ||
             add_hex(o, "ek_signing_key_name", signer_name->name, signer_name->size) < 0 ||
             add_hex(o, "context", ctx_bytes, off) < 0)
@@ -130,31 +168,18 @@ int tg_vcache_load(const tg_config *config, ESYS_CONTEXT *esys, const TPM2B_NAME
         TPM2_HANDLE srk_handle = 0;
         size_t srk_size = 0;
         _cleanup_free_ TPM2B_NAME *esys_name = NULL;
-        char boot_id[SD_ID128_STRING_MAX];
-        char problem[TG_JSON_PROBLEM_MAX];
         size_t name_size, signer_size, ctx_size, off = 0;
         TPMS_CONTEXT context = {};
         TPM2B_NAME result = {};
-        json_object *v;
         TSS2_RC rc;
         int r;
 
-        r = vcache_dir_ok(config->cache_dir, false);
-        if (r < 0)
-                return r;
         r = vcache_path(config, &path);
         if (r < 0)
                 return r;
-        r = tg_json_read_object(path, VCACHE_MAX_SIZE, &o, problem, sizeof problem);
-        if (r == -TG_ERR_INVALID)
-                return log_debug_rc(r, "cache: %s %s.", path, problem);
+        r = record_read(config, path, "verification cache", &o);
         if (r < 0)
-                return log_debug_rc(r, "No usable verification cache in %s.", path);
-        if (!json_object_object_get_ex(o, "version", &v) || json_object_get_int(v) != 1)
-                return log_debug_rc(-TG_ERR_INVALID, "cache: unknown version.");
-        if (!json_object_object_get_ex(o, "boot_id", &v) || !json_object_is_type(v, json_type_string) ||
-            boot_id_string(boot_id) < 0 || strcmp(json_object_get_string(v), boot_id) != 0)
-                return log_debug_rc(-TG_ERR_INVALID, "cache: from another boot.");
+                return r;
         r = get_hex(o, "null_name", sizeof(TPMU_NAME), &name, &name_size);
         if (r < 0)
                 return r;
@@ -225,24 +250,16 @@ static const char *const da_fields[] = {
 };
 
 int tg_vcache_da_store(const tg_config *config, const tg_vcache_da *da) {
-        _cleanup_json_ json_object *o = json_object_new_object();
+        _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *path = NULL;
         const uint32_t values[] = { da->failures, da->max_failures, da->recovery_seconds, da->lockout_recovery_seconds };
-        char boot_id[SD_ID128_STRING_MAX];
         const char *text;
         int r;
 
-        if (!o)
-                return -TG_ERR_NOMEM;
-        r = vcache_dir_ok(config->cache_dir, true);
+        r = record_new(config, &o);
         if (r < 0)
                 return r;
-        r = boot_id_string(boot_id);
-        if (r < 0)
-                return r;
-        if (json_object_object_add(o, "version", json_object_new_int(1)) < 0 ||
-            json_object_object_add(o, "boot_id", json_object_new_string(boot_id)) < 0 ||
-            json_object_object_add(o, "in_lockout", json_object_new_boolean(da->in_lockout)) < 0)
+        if (json_object_object_add(o, "in_lockout", json_object_new_boolean(da->in_lockout)) < 0)
                 return -TG_ERR_NOMEM;
         for (size_t i = 0; i < ELEMENTSOF(values); i++)
                 if (json_object_object_add(o, da_fields[i], json_object_new_int64(values[i])) < 0)
@@ -257,25 +274,16 @@ int tg_vcache_da_store(const tg_config *config, const tg_vcache_da *da) {
 int tg_vcache_da_load(const tg_config *config, tg_vcache_da *ret) {
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *path = NULL;
-        char boot_id[SD_ID128_STRING_MAX];
-        char problem[TG_JSON_PROBLEM_MAX];
         uint32_t values[ELEMENTSOF(da_fields)];
         json_object *v;
         int r;
 
-        r = vcache_dir_ok(config->cache_dir, false);
-        if (r < 0)
-                return r;
         r = tg_asprintf(&path, "%s/%s", config->cache_dir, VCACHE_DA_FILE);
         if (r < 0)
                 return r;
-        r = tg_json_read_object(path, VCACHE_MAX_SIZE, &o, problem, sizeof problem);
+        r = record_read(config, path, "DA state", &o);
         if (r < 0)
-                return log_debug_rc(r, "No usable DA state in %s.", path);
-        if (!json_object_object_get_ex(o, "version", &v) || json_object_get_int(v) != 1 ||
-            !json_object_object_get_ex(o, "boot_id", &v) || !json_object_is_type(v, json_type_string) ||
-            boot_id_string(boot_id) < 0 || strcmp(json_object_get_string(v), boot_id) != 0)
-                return log_debug_rc(-TG_ERR_INVALID, "cache: DA state of another boot or version.");
+                return r;
         if (!json_object_object_get_ex(o, "in_lockout", &v) || !json_object_is_type(v, json_type_boolean))
                 return log_debug_rc(-TG_ERR_INVALID, "cache: malformed DA state.");
         ret->in_lockout = json_object_get_boolean(v);
