@@ -173,6 +173,26 @@ static int marker_pbkdf_from_json(json_object *o, tg_pbkdf_fingerprint *ret) {
         return 0;
 }
 
+/* An optional lowercase-hex field of a pending marker, exactly SIZE - 1 digits, into OUT (NUL-terminated);
+ * OUT is left as it is when the field is absent. */
+static int marker_hex_field(json_object *o, const char *key, char *out, size_t size) {
+        json_object *v;
+        const char *hex_text;
+        bool hex;
+
+        if (!json_object_object_get_ex(o, key, &v))
+                return 0;
+        hex_text = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+        hex = hex_text && strlen(hex_text) == size - 1;
+        for (size_t i = 0; hex && hex_text[i]; i++)
+                hex = (hex_text[i] >= '0' && hex_text[i] <= '9') || (hex_text[i] >= 'a' && hex_text[i] <= 'f');
+        if (!hex)
+                return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"%s\" must be %zu lowercase hex digits.", key,
+                                    size - 1);
+        memcpy(out, hex_text, size);
+        return 0;
+}
+
 int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
         _cleanup_json_ json_object *o = NULL;
         json_tokener *tok;
@@ -241,28 +261,12 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
         r = marker_pbkdf_from_json(o, &m.pbkdf);
         if (r < 0)
                 return r;
-        if (json_object_object_get_ex(o, "mac", &v)) {
-                const char *mac = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-                bool hex = mac && strlen(mac) == TG_MARKER_MAC_HEX_SIZE - 1;
-
-                for (size_t i = 0; hex && mac[i]; i++)
-                        hex = (mac[i] >= '0' && mac[i] <= '9') || (mac[i] >= 'a' && mac[i] <= 'f');
-                if (!hex)
-                        return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"mac\" must be %d lowercase hex digits.",
-                                            TG_MARKER_MAC_HEX_SIZE - 1);
-                memcpy(m.mac, mac, TG_MARKER_MAC_HEX_SIZE);
-        }
-        if (json_object_object_get_ex(o, "nonce", &v)) {
-                const char *nonce = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-                bool hex = nonce && strlen(nonce) == TG_MARKER_NONCE_HEX_SIZE - 1;
-
-                for (size_t i = 0; hex && nonce[i]; i++)
-                        hex = (nonce[i] >= '0' && nonce[i] <= '9') || (nonce[i] >= 'a' && nonce[i] <= 'f');
-                if (!hex)
-                        return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"nonce\" must be %d lowercase hex digits.",
-                                            TG_MARKER_NONCE_HEX_SIZE - 1);
-                memcpy(m.nonce, nonce, TG_MARKER_NONCE_HEX_SIZE);
-        }
+        r = marker_hex_field(o, "mac", m.mac, sizeof m.mac);
+        if (r < 0)
+                return r;
+        r = marker_hex_field(o, "nonce", m.nonce, sizeof m.nonce);
+        if (r < 0)
+                return r;
         if (!json_object_object_get_ex(o, "keyslots", &arr) || !json_object_is_type(arr, json_type_array) ||
             json_object_array_length(arr) > 1)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"keyslots\" must list at most one keyslot.");
