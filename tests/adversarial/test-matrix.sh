@@ -524,8 +524,14 @@ secrets_file() {
                         cryptsetup token export --token-id "$id" "$WORK/disk.img"
                         echo
                 done | $PY -c '
-import base64, hashlib, json, sys
-pins = [p.encode() for p in sys.argv[1:]]
+import base64, hashlib, json, os, sys
+cache_path, pins = sys.argv[1], [p.encode() for p in sys.argv[2:]]
+# Most cases keep the template'"'"'s token: its authValues (PBKDF2, 100000
+# iterations each) are derived once per shard, not once per case.
+try:
+    cache = json.load(open(cache_path))
+except (OSError, ValueError):
+    cache = {}
 for pin in pins:
     print(pin.hex())
     print(hashlib.sha256(pin).hexdigest())
@@ -535,8 +541,14 @@ for line in sys.stdin:
     t = json.loads(line)
     k = t.get("pin_kdf")
     for pin in pins if k else []:
-        print(hashlib.pbkdf2_hmac("sha256", pin, base64.b64decode(k["salt"]), k["iterations"], 32).hex())
-' "$PIN" "$PIN2"
+        key = "%s/%s/%d" % (pin.hex(), k["salt"], k["iterations"])
+        if key not in cache:
+            cache[key] = hashlib.pbkdf2_hmac("sha256", pin, base64.b64decode(k["salt"]), k["iterations"], 32).hex()
+        print(cache[key])
+with open(cache_path + ".new", "w") as f:
+    json.dump(cache, f)
+os.replace(cache_path + ".new", cache_path)
+' "$TEMPLATES/authvalue-cache.json" "$PIN" "$PIN2"
         } >"$WORK/secrets"
 }
 
