@@ -95,6 +95,10 @@ void tg_vtpm_session_done(tg_verified_tpm *v, bool succeeded) {
         v->session_ended = true;
 }
 
+bool tg_vtpm_rm_flushes(const tg_verified_tpm *v) {
+        return v->one_shot && v->tpm->resource_manager;
+}
+
 bool tg_vtpm_has_session(const tg_verified_tpm *v) {
         return v->hmac_session.tr != ESYS_TR_NONE;
 }
@@ -505,7 +509,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         v->hmac_session = TG_HANDLE_NULL;
         v->srk = (tg_handle) { .esys = NULL, .tr = ESYS_TR_NONE, .close_only = true };
         v->one_shot = options && options->one_shot;
-        r = tg_tpm_open(config->tcti, &v->tpm);
+        r = tg_tpm_open_config(config, &v->tpm);
         if (r < 0)
                 return r;
         v->null_key.esys = v->tpm->esys;
