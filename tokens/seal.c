@@ -782,10 +782,11 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                  * tg_verified_tpm_free() closes the connection, at the end of this token open call.
                  * That is strictly cheaper there: the kernel would ContextLoad the object only to
                  * flush it. It is safe: a resource manager's space is per connection, so no other
-                 * client (another process, or an interposer in software that talks to the RM) can
-                 * name, use or read the loaded object through it while it lingers, and nothing more
-                 * is sent on this connection; the object holds only the sealed data, whose Unseal
-                 * needs our PIN and PCR policy anyway. Only after a successful Unseal: a failed one
+                 * client of it (another process, root's included) can name, use or read the loaded
+                 * object while it lingers, and nothing more is sent on this connection; the kernel
+                 * flushes it when the connection closes, on every path (tg_verified_tpm_free(); a
+                 * crash closes the fd too). Its Unseal would need our PIN and PCR policy anyway.
+                 * Only after a successful Unseal: a failed one
                  * (a wrong PIN) is followed by a DA-state read on this connection, and every handle
                  * left live would cost a ContextLoad and a ContextSave around it.
                  */
