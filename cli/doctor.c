@@ -646,7 +646,7 @@ static void check_tpm(doctor *d) {
         int r;
 
         capture_begin(d);
-        r = tg_tpm_open(d->config->tcti, &tpm);
+        r = tg_tpm_open_config(d->config, &tpm);
         if (r >= 0) {
                 /* Esys_Initialize alone does not talk to the TPM: ask it something. */
                 rc = Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,

@@ -72,7 +72,7 @@ json_object *tg_status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
         /* The DA state is no secret: read it over the verified TPM, or else directly. */
         if (*ret_v)
                 da_r = tg_tpm_da_state(tg_vtpm_esys(*ret_v), &da);
-        else if (tg_tpm_open(config->tcti, &tpm) >= 0)
+        else if (tg_tpm_open_config(config, &tpm) >= 0)
                 da_r = tg_tpm_da_state(tpm->esys, &da);
         if (da_r >= 0 && (da_json = json_object_new_object())) {
                 json_object_object_add(da_json, "in_lockout", json_object_new_boolean(da.in_lockout));

@@ -31,6 +31,39 @@ const char *tg_null_name_policy_to_string(tg_null_name_policy p) {
         return p == TG_NULL_NAME_REQUIRED ? "required" : p == TG_NULL_NAME_PREFER ? "prefer" : "if-available";
 }
 
+const char *tg_resource_manager_to_string(tg_resource_manager m) {
+        return m == TG_RESOURCE_MANAGER_YES ? "yes" : m == TG_RESOURCE_MANAGER_NO ? "no" : "auto";
+}
+
+bool tg_tcti_is_resource_manager(const char *tcti) {
+        const char *p;
+
+        if (!tcti)
+                return false;
+        if (strncmp(tcti, "device:/dev/tpmrm", 17) == 0) {
+                p = tcti + 17;
+                if (!isdigit((unsigned char) *p))
+                        return false;
+                while (isdigit((unsigned char) *p))
+                        p++;
+                return *p == '\0';
+        }
+        if (strncmp(tcti, "tabrmd", 6) == 0)
+                return tcti[6] == '\0' || tcti[6] == ':';
+        return strncmp(tcti, "libtss2-tcti-tabrmd.so", 22) == 0;
+}
+
+bool tg_config_resource_manager(const tg_config *c) {
+        switch (c->resource_manager) {
+        case TG_RESOURCE_MANAGER_YES:
+                return true;
+        case TG_RESOURCE_MANAGER_NO:
+                return false;
+        default:
+                return tg_tcti_is_resource_manager(c->tcti);
+        }
+}
+
 static const struct {
         const char *name;
         uint16_t alg;
@@ -135,6 +168,7 @@ static int config_defaults(tg_config **ret) {
         if (!c->tcti || !c->state_dir || !c->cache_dir || !c->ek_ca)
                 return -TG_ERR_NOMEM;
         c->kernel_null_name = TG_NULL_NAME_PREFER;
+        c->resource_manager = TG_RESOURCE_MANAGER_AUTO;
         c->pcr_bank = TPM2_ALG_SHA256;
         c->pcr_mask = UINT32_C(1) << 7;
         c->da_max_tries = TG_DA_MAX_TRIES;
@@ -203,6 +237,19 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
                                             "\"if-available\", not \"%s\".", origin, line, value);
                 return 0;
         }
+        if (strcmp(key, "resource_manager") == 0) {
+                if (strcmp(value, "auto") == 0)
+                        c->resource_manager = TG_RESOURCE_MANAGER_AUTO;
+                else if (strcmp(value, "yes") == 0)
+                        c->resource_manager = TG_RESOURCE_MANAGER_YES;
+                else if (strcmp(value, "no") == 0)
+                        c->resource_manager = TG_RESOURCE_MANAGER_NO;
+                else
+                        return log_error_rc(-TG_ERR_CONFIG,
+                                            "%s:%u: resource_manager must be \"auto\", \"yes\" or \"no\", not \"%s\".",
+                                            origin, line, value);
+                return 0;
+        }
         if (strcmp(key, "pcr_bank") == 0) {
                 if (tg_pcr_bank_from_string(value, &c->pcr_bank) < 0)
                         return log_error_rc(-TG_ERR_CONFIG, "%s:%u: unknown pcr_bank \"%s\" (sha1, sha256, sha384, sha512).",
@@ -269,6 +316,8 @@ int tg_config_get(const tg_config *c, const char *key, char **ret) {
                 s = c->cache_dir;
         else if (strcmp(key, "kernel_null_name") == 0)
                 s = tg_null_name_policy_to_string(c->kernel_null_name);
+        else if (strcmp(key, "resource_manager") == 0)
+                s = tg_resource_manager_to_string(c->resource_manager);
         else if (strcmp(key, "pcr_bank") == 0)
                 s = tg_pcr_bank_to_string(c->pcr_bank);
         else if (strcmp(key, "pcrs") == 0) {

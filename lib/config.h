@@ -17,6 +17,18 @@ typedef enum tg_null_name_policy {
         TG_NULL_NAME_IF_AVAILABLE, /* the old name of PREFER, kept for old configurations: the same behaviour */
 } tg_null_name_policy;
 
+/*
+ * Whether the TPM is reached through a resource manager that flushes a client's
+ * transient objects and sessions when its connection closes (issue 18): the Linux
+ * kernel's /dev/tpmrmN and tpm2-abrmd do. The plugin's one-shot unlock then leaves its
+ * last FlushContext to it (tokens/seal.c, tg_unseal()).
+ */
+typedef enum tg_resource_manager {
+        TG_RESOURCE_MANAGER_AUTO, /* from the tcti: device:/dev/tpmrmN or tabrmd (the default) */
+        TG_RESOURCE_MANAGER_YES,  /* another resource manager that flushes at close (and the benchmark) */
+        TG_RESOURCE_MANAGER_NO,   /* never: flush everything ourselves */
+} tg_resource_manager;
+
 typedef struct tg_config {
         char *path;            /* the file this was read from (or would have been) */
         char *tcti;            /* TCTI configuration; default device:/dev/tpmrm0 */
@@ -26,6 +38,7 @@ typedef struct tg_config {
                                 * default: the shipped store and /etc/tpmguard/ek-ca */
         char *cache_dir;       /* per-boot verification cache; default /run/tpmguard */
         tg_null_name_policy kernel_null_name;
+        tg_resource_manager resource_manager;
         uint16_t pcr_bank;     /* TPM2_ALG_SHA256 by default */
         uint32_t pcr_mask;     /* bit N = PCR N; PCR 7 by default */
         /* TPM2_DictionaryAttackParameters that 'tpmguard provision' and 'lockout setup' set. */
@@ -95,6 +108,16 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(tg_config *, tg_config_free);
 #define _cleanup_config_ _cleanup_(tg_config_freep)
 
 const char *tg_null_name_policy_to_string(tg_null_name_policy p);
+const char *tg_resource_manager_to_string(tg_resource_manager m);
+/*
+ * True when the TCTI configuration string names a resource manager that flushes a
+ * client's handles when its connection closes: "device:/dev/tpmrmN" (the kernel's; a
+ * "device:" path that is anything else, "device" alone or an empty string is not) or
+ * tpm2-abrmd ("tabrmd", "tabrmd:...", "libtss2-tcti-tabrmd.so...").
+ */
+bool tg_tcti_is_resource_manager(const char *tcti);
+/* The effective resource_manager setting: auto resolved from c->tcti. */
+bool tg_config_resource_manager(const tg_config *c);
 /* Parses "7,11,14" or "7+11" into a bit mask (PCRs 0..23). */
 int tg_pcr_list_parse(const char *s, uint32_t *ret_mask);
 /* Formats a mask as "7,11" into buf. */

@@ -774,7 +774,24 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                                             "altered on the TPM bus. Interposer suspected; the PIN was not tried.");
         }
 
-        return unseal_object(v, token, auth, object.tr, &policy, ret_secret);
+        r = unseal_object(v, token, auth, object.tr, &policy, ret_secret);
+        if (r >= 0 && tg_vtpm_rm_flushes(v))
+                /*
+                 * One-shot through a resource manager that flushes at close (issue 18): the sealed
+                 * object is not flushed by us but closed in ESAPI only, and the RM flushes it when
+                 * tg_verified_tpm_free() closes the connection, at the end of this token open call.
+                 * That is strictly cheaper there: the kernel would ContextLoad the object only to
+                 * flush it. It is safe: a resource manager's space is per connection, so no other
+                 * client of it (another process, root's included) can name, use or read the loaded
+                 * object while it lingers, and nothing more is sent on this connection; the kernel
+                 * flushes it when the connection closes, on every path (tg_verified_tpm_free(); a
+                 * crash closes the fd too). Its Unseal would need our PIN and PCR policy anyway.
+                 * Only after a successful Unseal: a failed one
+                 * (a wrong PIN) is followed by a DA-state read on this connection, and every handle
+                 * left live would cost a ContextLoad and a ContextSave around it.
+                 */
+                object.close_only = true;
+        return r;
 }
 
 int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,

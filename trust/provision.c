@@ -107,7 +107,7 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
                                     "is the TPM manufacturers' CAs tpmguard ships). Without it the EK certificate "
                                     "cannot be trusted.", config->path);
 
-        r = tg_tpm_open(config->tcti, &tpm);
+        r = tg_tpm_open_config(config, &tpm);
         if (r < 0)
                 return r;
         r = tg_tpm_set_hierarchy_auth(tpm->esys, ESYS_TR_RH_ENDORSEMENT, options->endorsement_auth, "endorsement");

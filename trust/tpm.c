@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "config.h"
 #include "fault.h"
 #include "log.h"
 #include "secret.h"
@@ -75,7 +76,23 @@ int tg_tpm_open(const char *tcti_conf, tg_tpm **ret) {
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "Esys_Initialize");
 
+        t->resource_manager = tg_tcti_is_resource_manager(tcti_conf);
         *ret = TAKE_PTR(t);
+        return 0;
+}
+
+int tg_tpm_open_config(const tg_config *config, tg_tpm **ret) {
+        tg_tpm *t = NULL;
+        int r;
+
+        r = tg_tpm_open(config->tcti, &t);
+        if (r < 0)
+                return r;
+        t->resource_manager = tg_config_resource_manager(config);
+        log_debug("TPM reached through \"%s\": %s.", config->tcti,
+                  t->resource_manager ? "a resource manager that flushes this connection's handles when it closes"
+                                      : "no resource manager that flushes at close");
+        *ret = t;
         return 0;
 }
 

@@ -14,9 +14,20 @@ typedef struct tg_tpm {
         ESYS_CONTEXT *esys;
         TSS2_TCTI_CONTEXT *tcti;      /* what ESAPI uses: our checking layer (tcti.h) over transport */
         TSS2_TCTI_CONTEXT *transport; /* tss2-tctildr's context for the configured TCTI */
+        /*
+         * The TCTI reaches the TPM through a resource manager that flushes this connection's
+         * transient objects and sessions when it closes (tg_tpm_free() closes it): the kernel's
+         * /dev/tpmrmN or tpm2-abrmd (tpmguard.conf's resource_manager). Only the plugin's
+         * one-shot unlock relies on it (tg_vtpm_rm_flushes()).
+         */
+        bool resource_manager;
 } tg_tpm;
 
+/* Opens the TCTI; resource_manager is guessed from the string (tg_tcti_is_resource_manager()). */
 int tg_tpm_open(const char *tcti_conf, tg_tpm **ret);
+/* Opens config's tcti, with its resource_manager setting applied. */
+struct tg_config;
+int tg_tpm_open_config(const struct tg_config *config, tg_tpm **ret);
 void tg_tpm_free(tg_tpm *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tg_tpm *, tg_tpm_free);
 #define _cleanup_tpm_ _cleanup_(tg_tpm_freep)

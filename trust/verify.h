@@ -119,6 +119,15 @@ void tg_vtpm_give_srk(tg_verified_tpm *v, ESYS_TR srk);
 /* The salted HMAC session as an audit session (TPMA_SESSION_AUDIT): integrity for commands without handles. */
 ESYS_TR tg_vtpm_audit_session(tg_verified_tpm *v);
 
+/*
+ * True when the verified TPM is one-shot (the plugin's unlock) and reached through a
+ * resource manager that flushes the connection's transient objects and sessions when it
+ * closes (tg_tpm.resource_manager, tpmguard.conf's resource_manager): the one-shot
+ * unlock's last FlushContext is then left to it (tg_unseal()). The connection closes with
+ * tg_verified_tpm_free(), at the end of every token open call.
+ */
+bool tg_vtpm_rm_flushes(const tg_verified_tpm *v);
+
 /* Starts a policy session salted to the verified NULL key, AES-128-CFB. Caller flushes it. */
 int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session);
 

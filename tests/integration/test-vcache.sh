@@ -194,4 +194,41 @@ transient_srk_token_unlocks_warm() {
         expect_in "unlocked" "$(cat "$WORK/unlock.log")"
 }
 
+# Issue 18: through a resource manager that flushes a connection's objects at close
+# (resource_manager = yes here: swtpm has none, so the test flushes what is left), the
+# plugin's warm unlock leaves the sealed object's FlushContext to it: the recording has
+# one FlushContext (the NULL key's, early) and the object is still loaded afterwards;
+# with resource_manager = no both flushes are sent and nothing is left loaded.
+test_case warm_unlock_leaves_last_flush_to_resource_manager
+warm_unlock_leaves_last_flush_to_resource_manager() {
+        local rm flushes commands transient no_commands=
+        require_interposer
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" verify --record
+        unlock_debug   # the first unlock reads the DA state live and caches it: the two below are alike
+        for rm in no yes; do
+                sed -i '/^resource_manager = /d' "$WORK/tpmguard.conf"
+                echo "resource_manager = $rm" >>"$WORK/tpmguard.conf"
+                rm -f "$WORK/record.jsonl"
+                interposer_start --mode record --record "$WORK/record.jsonl"
+                unlock_debug || { interposer_stop; cat "$WORK/unlock.log" >&2; return 1; }
+                interposer_stop
+                expect_in "from this boot's cache" "$(cat "$WORK/unlock.log")"
+                expect_in "unlocked" "$(cat "$WORK/unlock.log")"
+                # shellcheck disable=SC2016 # a python program
+                read -r commands flushes < <($PY -c '
+import json, sys
+cmds = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+cmds = [c["command"] for c in cmds if c["dir"] == "command"]
+print(len(cmds), cmds.count("FlushContext"))' "$WORK/record.jsonl")
+                transient=$(TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_getcap handles-transient | grep -c 0x || true)
+                tpm_flush_contexts
+                echo "# resource_manager = $rm: $commands commands, $flushes FlushContext, $transient transient left" >&2
+                case $rm in
+                no) [ "$flushes" = 2 ] && [ "$transient" = 0 ] && no_commands=$commands ;;
+                yes) [ "$flushes" = 1 ] && [ "$transient" = 1 ] && [ "$commands" = $((no_commands - 1)) ] ;;
+                esac || { echo "# unexpected flushes for resource_manager = $rm" >&2; return 1; }
+        done
+}
+
 run_cases

@@ -22,6 +22,9 @@ static void test_defaults(void **state) {
         assert_string_equal(c->tcti, "device:/dev/tpmrm0");
         assert_null(c->null_name_path);
         assert_int_equal(c->kernel_null_name, TG_NULL_NAME_PREFER);
+        assert_int_equal(c->resource_manager, TG_RESOURCE_MANAGER_AUTO);
+        /* auto, with the default tcti: the kernel's resource manager. */
+        assert_true(tg_config_resource_manager(c));
         assert_int_equal(c->pcr_bank, TPM2_ALG_SHA256);
         assert_int_equal(c->pcr_mask, 1u << 7);
         assert_int_equal(c->da_max_tries, 32);
@@ -40,6 +43,7 @@ static void test_all_keys(void **state) {
                 "state_dir=/tmp/state\n"
                 "  null_name_path = /tmp/null_name\n"
                 "kernel_null_name = if-available\n"
+                "resource_manager = yes\n"
                 "ek_ca = /tmp/ca.pem\n"
                 "cache_dir = /tmp/cache\n"
                 "pcr_bank = sha384\n"
@@ -57,6 +61,9 @@ static void test_all_keys(void **state) {
         assert_string_equal(c->ek_ca, "/tmp/ca.pem");
         assert_string_equal(c->cache_dir, "/tmp/cache");
         assert_int_equal(c->kernel_null_name, TG_NULL_NAME_IF_AVAILABLE);
+        assert_int_equal(c->resource_manager, TG_RESOURCE_MANAGER_YES);
+        /* yes overrides a tcti that is not a resource manager's. */
+        assert_true(tg_config_resource_manager(c));
         assert_int_equal(c->pcr_bank, TPM2_ALG_SHA384);
         assert_int_equal(c->pcr_mask, (1u << 0) | (1u << 7) | (1u << 23));
         assert_int_equal(c->da_max_tries, 1000);
@@ -69,7 +76,7 @@ static void test_all_keys(void **state) {
 /* config get prints what the parser decided, for every key, round trip. */
 static void test_get(void **state) {
         static const char *keys[] = { "tcti", "state_dir", "null_name_path", "ek_ca", "cache_dir",
-                                      "kernel_null_name", "pcr_bank", "pcrs", "da_max_tries",
+                                      "kernel_null_name", "resource_manager", "pcr_bank", "pcrs", "da_max_tries",
                                       "da_recovery_time", "da_lockout_recovery", "allow_no_pin", "pin_min_length",
                                       "allow_unextended_pcrs" };
         _cleanup_config_ tg_config *c = NULL, *again = NULL;
@@ -78,6 +85,7 @@ static void test_get(void **state) {
         char *v = NULL;
 
         assert_int_equal(tg_config_parse("pcrs = 11,7\nkernel_null_name = if-available\npcr_bank = sha1\n"
+                                         "resource_manager = no\n"
                                          "da_max_tries = 5\nda_recovery_time = 60\nda_lockout_recovery = 600\n",
                                          "test", &c), 0);
         assert_int_equal(tg_config_get(c, "pcrs", &v), 0);
@@ -100,11 +108,57 @@ static void test_get(void **state) {
         assert_int_equal(tg_config_parse(text, "again", &again), 0);
         assert_string_equal(again->tcti, c->tcti);
         assert_int_equal(again->kernel_null_name, c->kernel_null_name);
+        assert_int_equal(again->resource_manager, TG_RESOURCE_MANAGER_NO);
         assert_int_equal(again->pcr_bank, c->pcr_bank);
         assert_int_equal(again->pcr_mask, c->pcr_mask);
         assert_int_equal(again->da_max_tries, 5);
         assert_int_equal(again->da_recovery_time, 60);
         assert_int_equal(again->da_lockout_recovery, 600);
+}
+
+/* resource_manager = auto decides from the tcti; yes and no override it. */
+static void test_resource_manager(void **state) {
+        static const struct {
+                const char *tcti;
+                bool rm;
+        } rows[] = {
+                { "device:/dev/tpmrm0", true },
+                { "device:/dev/tpmrm12", true },
+                { "tabrmd", true },
+                { "tabrmd:bus_type=system", true },
+                { "libtss2-tcti-tabrmd.so.0:bus_type=session", true },
+                { "device:/dev/tpm0", false },
+                { "device", false },
+                { "device:/dev/tpmrm", false },
+                { "device:/dev/tpmrm0x", false },
+                { "device:/dev/tpmrm0/../tpm0", false },
+                { "tabrmdx", false },
+                { "swtpm:path=/run/swtpm.sock", false },
+                { "mssim", false },
+                { "", false },
+        };
+        char text[256];
+
+        assert_false(tg_tcti_is_resource_manager(NULL));
+        for (size_t i = 0; i < ELEMENTSOF(rows); i++) {
+                _cleanup_config_ tg_config *c = NULL;
+
+                assert_int_equal(tg_tcti_is_resource_manager(rows[i].tcti), rows[i].rm);
+                if (!*rows[i].tcti)
+                        continue;
+                for (unsigned m = 0; m < 3; m++) {
+                        static const char *const value[] = { "auto", "yes", "no" };
+                        tg_config *d = NULL;
+
+                        snprintf(text, sizeof text, "tcti = %s\nresource_manager = %s\n", rows[i].tcti, value[m]);
+                        assert_int_equal(tg_config_parse(text, "test", &d), 0);
+                        assert_int_equal(tg_config_resource_manager(d), m == 0 ? rows[i].rm : m == 1);
+                        tg_config_free(d);
+                }
+                snprintf(text, sizeof text, "tcti = %s\n", rows[i].tcti);
+                assert_int_equal(tg_config_parse(text, "test", &c), 0);
+                assert_int_equal(tg_config_resource_manager(c), rows[i].rm);
+        }
 }
 
 static void test_rejects(void **state) {
@@ -127,6 +181,9 @@ static void test_rejects(void **state) {
                 "pin_tries = 3x\n",
                 "pin_tries = -1\n",
                 "pin_da_reserve = 101\n",
+                "resource_manager = maybe\n",
+                "resource_manager = YES\n",
+                "resource_manager = auto\nresource_manager = no\n",
                 /* A second line must not silently undo the first. */
                 "kernel_null_name = required\nkernel_null_name = if-available\n",
                 "pcrs = 7\n# later\npcrs = 0\n",
@@ -218,6 +275,7 @@ int main(void) {
                 cmocka_unit_test(test_defaults),
                 cmocka_unit_test(test_all_keys),
                 cmocka_unit_test(test_get),
+                cmocka_unit_test(test_resource_manager),
                 cmocka_unit_test(test_rejects),
                 cmocka_unit_test(test_pcr_list),
                 cmocka_unit_test(test_load_trust),

@@ -139,6 +139,7 @@ static void test_conf_as_shipped(void **state) {
         assert_string_equal(shipped->ek_ca, defaults->ek_ca);
         assert_null(shipped->null_name_path);
         assert_int_equal(shipped->kernel_null_name, defaults->kernel_null_name);
+        assert_int_equal(shipped->resource_manager, defaults->resource_manager);
         assert_int_equal(shipped->pcr_bank, defaults->pcr_bank);
         assert_int_equal(shipped->pcr_mask, defaults->pcr_mask);
         assert_int_equal(shipped->da_max_tries, defaults->da_max_tries);
@@ -154,7 +155,7 @@ static void test_conf_as_shipped(void **state) {
 
 static void test_conf_uncommented(void **state) {
         static const char *const settings[] = {
-                "tcti", "kernel_null_name", "null_name_path", "ek_ca", "state_dir", "cache_dir", "pcr_bank", "pcrs",
+                "tcti", "resource_manager", "kernel_null_name", "null_name_path", "ek_ca", "state_dir", "cache_dir", "pcr_bank", "pcrs",
                 "da_max_tries", "da_recovery_time", "da_lockout_recovery",
                 "pin_tries", "pin_da_reserve",
                 "allow_no_pin", "pin_min_length", "allow_unextended_pcrs",
@@ -193,6 +194,7 @@ static void test_conf_uncommented(void **state) {
         assert_string_equal(all->state_dir, defaults->state_dir);
         assert_string_equal(all->cache_dir, defaults->cache_dir);
         assert_int_equal(all->kernel_null_name, defaults->kernel_null_name);
+        assert_int_equal(all->resource_manager, defaults->resource_manager);
         assert_int_equal(all->pcr_bank, defaults->pcr_bank);
         assert_int_equal(all->pcr_mask, defaults->pcr_mask);
         assert_int_equal(all->da_max_tries, defaults->da_max_tries);
