@@ -107,6 +107,49 @@ void tg_tpm_free(tg_tpm *t) {
         free(t);
 }
 
+/* FlushContext(handle), sent raw: ESAPI has no object for another connection's session. */
+static void flush_raw(tg_tpm *t, TPM2_HANDLE handle) {
+        uint8_t cmd[14] = { 0x80, 0x01, 0, 0, 0, sizeof cmd, 0, 0, 0x01, 0x65 }, resp[64];
+        size_t len = sizeof resp;
+
+        cmd[10] = (uint8_t) (handle >> 24);
+        cmd[11] = (uint8_t) (handle >> 16);
+        cmd[12] = (uint8_t) (handle >> 8);
+        cmd[13] = (uint8_t) handle;
+        if (Tss2_Tcti_Transmit(t->tcti, sizeof cmd, cmd) != TSS2_RC_SUCCESS ||
+            Tss2_Tcti_Receive(t->tcti, &len, resp, TSS2_TCTI_TIMEOUT_BLOCK) != TSS2_RC_SUCCESS)
+                log_debug("FlushContext(0x%08x) failed.", handle);
+}
+
+int tg_tpm_flush_left_over(tg_tpm *t) {
+        static const TPM2_HANDLE ranges[] = { TPM2_TRANSIENT_FIRST, TPM2_LOADED_SESSION_FIRST };
+
+        for (size_t i = 0; i < ELEMENTSOF(ranges); i++) {
+                TPMS_CAPABILITY_DATA *cap = NULL;
+                TPMI_YES_NO more = TPM2_NO;
+                TSS2_RC rc = Esys_GetCapability(t->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_HANDLES,
+                                                ranges[i], TPM2_MAX_CAP_HANDLES, &more, &cap);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "GetCapability(handles)");
+                if (cap->capability != TPM2_CAP_HANDLES) {
+                        Esys_Free(cap);
+                        return log_error_rc(-TG_ERR_INTERPOSER, "GetCapability(handles) answered with another "
+                                            "capability: an interposer on the TPM bus is suspected.");
+                }
+                /* Only transient objects and sessions (HMAC 0x02, policy 0x03): a forged list never makes
+                 * us flush a persistent key or anything else. */
+                for (uint32_t k = 0; k < cap->data.handles.count && k < TPM2_MAX_CAP_HANDLES; k++) {
+                        TPM2_HANDLE h = cap->data.handles.handle[k];
+                        uint8_t type = (uint8_t) (h >> TPM2_HR_SHIFT);
+                        if (i == 0 ? type == TPM2_HT_TRANSIENT :
+                                     type == TPM2_HT_HMAC_SESSION || type == TPM2_HT_POLICY_SESSION)
+                                flush_raw(t, h);
+                }
+                Esys_Free(cap);
+        }
+        return 0;
+}
+
 TSS2_RC tg_tpm_rc_base(TSS2_RC rc) {
         if ((rc & TSS2_RC_LAYER_MASK) != TSS2_TPM_RC_LAYER)
                 return rc;

@@ -29,6 +29,14 @@ int tg_tpm_open(const char *tcti_conf, tg_tpm **ret);
 struct tg_config;
 int tg_tpm_open_config(const struct tg_config *config, tg_tpm **ret);
 void tg_tpm_free(tg_tpm *t);
+/*
+ * What a resource manager does when a connection closes, for a TPM without
+ * one (a bare /dev/tpm0, a test's swtpm): flushes every transient object and
+ * loaded session. Only for use when no one else holds the TPM: without a
+ * resource manager it takes one connection at a time, and the one that left
+ * these (another library's, e.g. systemd's token plugin) has closed.
+ */
+int tg_tpm_flush_left_over(tg_tpm *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tg_tpm *, tg_tpm_free);
 #define _cleanup_tpm_ _cleanup_(tg_tpm_freep)
 
