@@ -63,6 +63,7 @@ typedef struct cli {
         const char *crypttab;
         int token;
         const char *new_pin_file;
+        const char *old_pin_file;
         const char *new_passphrase_file;
         int replace;
         uint32_t iter_time;
@@ -82,7 +83,7 @@ enum {
         OPT_PIN_FILE, OPT_NO_PIN, OPT_UNLOCK_KEY_FILE, OPT_SECRET_FILE, OPT_PCRS, OPT_PCR_BANK, OPT_PCR,
         OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_ACCEPT_TOKEN_POLICY,
         OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
-        OPT_KEEP_OLD,
+        OPT_KEEP_OLD, OPT_OLD_PIN_FILE,
         OPT_TOFU,
         _OPT_MAX,
 };
@@ -130,6 +131,7 @@ static const struct option_doc {
                                       "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)" },
         [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)" },
         [OPT_KEEP_OLD]         = { "keep-old", 0, NULL, "Keep the old token and its keyslot (they stay exposed)" },
+        [OPT_OLD_PIN_FILE]     = { "old-pin-file", 0, "F", "The old token's PIN, to prove its keyslot ('-' = stdin)" },
         [OPT_TOFU]             = { "trust-on-first-use", 0, NULL,
                                    "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)" },
 };
@@ -769,13 +771,46 @@ static int cmd_enroll(const cli *c, tg_config *config) {
 }
 
 /*
+ * The old systemd-tpm2 token's PIN, which only proves which keyslot is the
+ * token's (tg_migrate): --old-pin-file, else the terminal when there is one.
+ * NULL when the token has none, with --keep-old (the old token is not used),
+ * or when there is no terminal or the owner gives none: then the old keyslot
+ * is kept, never destroyed on doubt.
+ */
+static int read_old_pin(const cli *c, tg_secret **ret) {
+        int r;
+
+        *ret = NULL;
+        if (c->keep_old) {
+                if (c->old_pin_file)
+                        return log_error_rc(-TG_ERR_INVALID, "--keep-old uses nothing of the old token: "
+                                            "--old-pin-file does not apply.");
+                return 0;
+        }
+        if (c->old_pin_file && strcmp(c->old_pin_file, "-") == 0 &&
+            ((c->pin_file && strcmp(c->pin_file, "-") == 0) || (c->unlock_key_file && strcmp(c->unlock_key_file, "-") == 0)))
+                return log_error_rc(-TG_ERR_INVALID, "Only one of --old-pin-file, --pin-file and --unlock-key-file "
+                                    "can read stdin.");
+        r = tg_migrate_token_wants_pin(c->args[0], c->token);
+        if (r <= 0)
+                return r;
+        if (!c->old_pin_file && !isatty(STDIN_FILENO))
+                return 0;
+        r = tg_pin_read(c->old_pin_file, "PIN of the old token (to prove which keyslot is its own; empty: keep "
+                        "that keyslot): ", false, ret);
+        if (r == -TG_ERR_CANCELLED && !c->old_pin_file)
+                return 0;
+        return r < 0 ? log_error_rc(r, "Cannot read the old token's PIN. Nothing was changed.") : 0;
+}
+
+/*
  * tpmguard migrate DEVICE --token N: a systemd-tpm2 or clevis token replaced
  * by a tpmguard one, authorized by the recovery passphrase or a key file
  * only (tokens/lifecycle.h: tg_migrate). The new policy is the command
  * line's or tpmguard.conf's, never the old token's.
  */
 static int cmd_migrate(const cli *c, tg_config *config) {
-        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL;
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL, *old_pin = NULL;
         tg_enroll_options o = { .keyslot = CRYPT_ANY_SLOT };
         tg_pcr_values explicit_values;
         tg_migrate_result res;
@@ -791,7 +826,11 @@ static int cmd_migrate(const cli *c, tg_config *config) {
         if (r < 0)
                 return r;
 
-        r = tg_migrate(config, c->args[0], c->token, unlock, &o, c->keep_old, &res);
+        r = read_old_pin(c, &old_pin);
+        if (r < 0)
+                return r;
+
+        r = tg_migrate(config, c->args[0], c->token, unlock, old_pin, &o, c->keep_old, &res);
         if (r < 0)
                 return log_error_rc(r, "Migration failed: %s.", tg_err_str(r));
         sealed = (tg_token) { .pcr_bank = o.seal.pcr_bank, .pcr_mask = o.seal.pcr_mask, .pin = pin != NULL };
@@ -803,6 +842,10 @@ static int cmd_migrate(const cli *c, tg_config *config) {
                        "removed.\n", res.old_token, res.old_keyslot);
         else if (res.old_keyslot_destroyed)
                 printf("; removed token %d and keyslot %d.\n", res.old_token, res.old_keyslot);
+        else if (res.old_keyslot_unproven)
+                printf("; removed token %d, kept keyslot %d: the old token named it, but it could not be proven the "
+                       "old token's. If no passphrase or recovery key of yours opens it, remove it with 'cryptsetup "
+                       "luksKillSlot %s %d'.\n", res.old_token, res.old_keyslot, c->args[0], res.old_keyslot);
         else
                 printf("; removed token %d, kept keyslot %d (a passphrase or another token uses it).\n",
                        res.old_token, res.old_keyslot);
@@ -1275,7 +1318,7 @@ static const cli_command commands[] = {
           O(JSON), CMD_CONFIG, cmd_status },
         { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, CMD_CONFIG, cmd_cleanup },
         { "migrate", "DEV", "Replace a systemd-tpm2 or clevis token by a tpmguard one (recovery passphrase authorizes)",
-          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(TOKEN) | O(KEEP_OLD), CMD_CONFIG, cmd_migrate },
+          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(TOKEN) | O(KEEP_OLD) | O(OLD_PIN_FILE), CMD_CONFIG, cmd_migrate },
         { "audit", "[DEV...]", "Which TPM-bound tokens an interposer, a TPM reset or a header edit can read",
           O(JSON), CMD_CONFIG, cmd_audit },
         { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
@@ -1483,6 +1526,7 @@ int main(int argc, char *argv[]) {
                 case OPT_LOCKOUT_AUTH: c.lockout_auth_file = optarg; break;
                 case OPT_ALLOW_UNEXTENDED: c.allow_unextended = true; break;
                 case OPT_KEEP_OLD: c.keep_old = true; break;
+                case OPT_OLD_PIN_FILE: c.old_pin_file = optarg; break;
                 default: assert(false); return tg_err_exit_code(-TG_ERR_INVALID);
                 }
         }

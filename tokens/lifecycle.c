@@ -38,6 +38,9 @@
 #include <assert.h>
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "binding.h"
 #include "error.h"
@@ -388,8 +391,10 @@ static void migrate_marker_plan(struct crypt_device *cd, int marker_id, const tg
                         p->why_kept = "another token uses it";
                         return;
                 }
-        /* Its number comes from the header (the old token, the marker), which an attacker writes: an
-         * edited token naming a passphrase's keyslot must not make us destroy it (as for rotate). */
+        /* Its number comes from the header (the old token), which an attacker writes: the marker names
+         * it only once this run's test activation through the old token's own plugin opened exactly it
+         * (tg_migrate), and the MAC covers that. The PBKDF systemd-cryptenroll and clevis give their
+         * secrets is a second check, never a proof: their recovery keys have it too. */
         if (!tg_luks_keyslot_has_peer_pbkdf(cd, m->old_keyslot)) {
                 p->why_kept = "nothing shows it is the old token's (its PBKDF is not the PBKDF2 at 1000 iterations "
                               "that systemd-cryptenroll and clevis give the secrets they add): if no passphrase "
@@ -1325,13 +1330,107 @@ int tg_passphrase_change(const tg_config *config, const char *device, const tg_p
 
 /* ---- migrate: a peer's TPM token replaced by a tpmguard one ---- */
 
+int tg_migrate_token_wants_pin(const char *device, int token) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_json_ json_object *o = NULL;
+        char problem[TG_JSON_PROBLEM_MAX];
+        const char *json = NULL;
+        json_object *v;
+        int r;
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        if (!tg_luks_token_has_type(cd, token, "systemd-tpm2") || crypt_token_json_get(cd, token, &json) < 0 || !json ||
+            tg_json_parse_object(json, strlen(json), &o, problem, sizeof problem) < 0)
+                return 0;
+        return json_object_object_get_ex(o, "tpm2-pin", &v) && json_object_is_type(v, json_type_boolean) &&
+               json_object_get_boolean(v);
+}
+
+typedef struct migrate_proof {
+        const tg_config *config;
+        const char *device;
+        int token;              /* the old token */
+        const char *type;       /* its type */
+        int keyslot;            /* the keyslot it names */
+        const tg_secret *pin;   /* its PIN, NULL if none given */
+        bool unproven;          /* out: kept */
+} migrate_proof;
+
+/*
+ * Is the keyslot the old token names its own, shown in this run? 1 only when
+ * the token's own secret opens exactly that keyslot: a test activation (no
+ * dm device) through systemd's token plugin, which libcryptsetup loads from
+ * its token directory, on the TPM tpmguard is configured for. The keyslot
+ * number alone is the header's word: an edited systemd-tpm2 token naming the
+ * keyslot of a systemd-cryptenroll recovery key (the same PBKDF2 at 1000
+ * iterations) must not make migrate destroy it, and that token's secret does
+ * not open the recovery key's keyslot. clevis has no libcryptsetup plugin,
+ * so nothing proves its keyslot here. On any doubt (no plugin, PIN missing
+ * or wrong, PCRs changed): 0, and the keyslot is kept, with the command to
+ * remove it.
+ *
+ * tg_enroll calls it once tpmguard's own seal passed its checks on this TPM
+ * (tg_verify, the test unseal): an interposer tpmguard detects stops migrate
+ * before the old token is used. The test activation unseals the old secret
+ * as every boot does; the keyslot it opens is destroyed in this run.
+ */
+static int migrate_prove(struct crypt_device *cd, void *userdata) {
+        migrate_proof *p = userdata;
+        /* systemd's struct systemd_tpm2_plugin_params (src/shared/tpm2-util.h, v252..v254: these three
+         * fields; later versions append fields): zero-padded, so that an appended one reads NULL. */
+        struct {
+                uint32_t search_pcr_mask;
+                const char *device;
+                const char *signature_path;
+                const void *appended[13];
+        } params = { .search_pcr_mask = UINT32_MAX };
+        const char *why;
+        int r;
+
+        if (strcmp(p->type, "systemd-tpm2") != 0)
+                why = "tpmguard cannot run the clevis pin to check which keyslot its secret opens";
+        else {
+                /* The plugin's own default TPM is the one systemd-cryptsetup unlocks with at boot. Any
+                 * other (a test's swtpm) it takes only from the parameter struct, libcryptsetup's usrptr. */
+                if (p->config->tcti && strcmp(p->config->tcti, "device:/dev/tpmrm0") != 0)
+                        params.device = p->config->tcti;
+                r = crypt_activate_by_token_pin(cd, NULL, p->type, p->token,
+                                                p->pin ? (const char *) p->pin->data : NULL, p->pin ? p->pin->size : 0,
+                                                params.device ? &params : NULL, 0);
+                if (!tg_config_resource_manager(p->config)) {
+                        /* Whatever the plugin left loaded (it may fail half-way) stays in a TPM without
+                         * a resource manager, in its few slots. */
+                        _cleanup_tpm_ tg_tpm *t = NULL;
+
+                        if (tg_tpm_open_config(p->config, &t) >= 0)
+                                (void) tg_tpm_flush_left_over(t);
+                }
+                if (r == p->keyslot)
+                        return 1;
+                log_debug("%s: test activation through token %d: %d.", p->device, p->token, r);
+                why = r >= 0 ? "the token's secret opens another keyslot" :
+                      r == -ENOANO ? "the token has a PIN and none was given (--old-pin-file F, or a terminal)" :
+                      r == -ENOENT || r == -EAGAIN || r == -EINVAL ? "systemd's token plugin could not be used" :
+                      "the token's secret did not open it (wrong PIN, changed PCRs, or not its keyslot)";
+        }
+        log_warning("Keeping keyslot %d: the %s token %d names it, but nothing shows it is the old token's (%s); "
+                    "an edited token can name a passphrase's or a recovery key's keyslot. If no passphrase or "
+                    "recovery key of yours opens it, remove it with 'cryptsetup luksKillSlot %s %d'.", p->keyslot,
+                    p->type, p->token, why, p->device, p->keyslot);
+        p->unproven = true;
+        return 0;
+}
+
 int tg_migrate(const tg_config *config, const char *device, int old_token, const tg_secret *unlock_passphrase,
-               const tg_enroll_options *options, bool keep_old, tg_migrate_result *ret) {
+               const tg_secret *old_pin, const tg_enroll_options *options, bool keep_old, tg_migrate_result *ret) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         tg_enroll_options o = *options;
         tg_migrate_result res = { .old_token = old_token, .old_keyslot = -1 };
         const char *type = NULL;
         crypt_token_info info;
+        migrate_proof proof = {};
         int opened, n_keyslots = 0, keyslot, token, r;
 
         assert(unlock_passphrase);
@@ -1361,8 +1460,9 @@ int tg_migrate(const tg_config *config, const char *device, int old_token, const
                 return log_error_rc(-TG_ERR_TOKEN, "Token %d of %s uses %d keyslots; migrate replaces a token with "
                                     "exactly one. Nothing was changed.", old_token, device, n_keyslots);
 
-        /* Authorized by the passphrase alone: the old token is never used, since unlocking through it is
-         * what an interposer reads (tpmguard audit). */
+        /* Authorized by the passphrase alone: the old token authorizes nothing (unlocking through it is
+         * what an interposer reads, tpmguard audit); it only proves, in tg_enroll once tpmguard's own
+         * seal has passed its checks, which keyslot is its own (migrate_prove). */
         opened = crypt_activate_by_passphrase(cd, NULL, CRYPT_ANY_SLOT, (const char *) unlock_passphrase->data,
                                               unlock_passphrase->size, 0);
         if (opened < 0)
@@ -1380,12 +1480,18 @@ int tg_migrate(const tg_config *config, const char *device, int old_token, const
         } else if (tg_luks_keyslot_used_by_token(cd, res.old_keyslot, old_token)) {
                 log_notice("Keyslot %d is also used by another token: it is kept.", res.old_keyslot);
                 o.migrate_keyslot = -1;
+        } else if (!keep_old) {
+                proof = (migrate_proof) { .config = config, .device = device, .token = old_token,
+                                          .type = res.old_type, .keyslot = res.old_keyslot, .pin = old_pin };
+                o.migrate_prove = migrate_prove;
+                o.migrate_prove_userdata = &proof;
         }
         crypt_free(TAKE_PTR(cd));
 
         r = tg_enroll(config, device, unlock_passphrase, &o, &keyslot, &token);
         if (r < 0)
                 return r;
+        res.old_keyslot_unproven = proof.unproven;
         res.token = token;
         res.keyslot = keyslot;
         /* What the header says now: the resolution inside tg_enroll may have stopped short (then cleanup). */

@@ -75,8 +75,10 @@
  * migrate (tpmguard migrate: a systemd-tpm2 or clevis token replaced by a
  * tpmguard one) is an enrollment whose marker also names the old token
  * ("token") and the keyslot only it used ("old_keyslot"; absent when that
- * keyslot stays). It completes once a tpmguard token references the new
- * keyslot: then the old token is removed, and the old keyslot destroyed
+ * keyslot stays, and absent until this run proved it the old token's: the
+ * marker is rewritten, signed again, to name it). It completes once a
+ * tpmguard token references the new keyslot: then the old token is removed,
+ * and the old keyslot destroyed
  * unless another token uses it or it is the last; until then it is undone
  * like an enrollment and the old token is untouched.
  */
@@ -254,6 +256,7 @@ typedef struct tg_migrate_result {
         int old_keyslot;        /* its keyslot */
         bool old_token_removed; /* false with keep_old */
         bool old_keyslot_destroyed;
+        bool old_keyslot_unproven; /* kept: its token's secret was not shown to open it */
         char old_type[32];
 } tg_migrate_result;
 
@@ -264,11 +267,19 @@ typedef struct tg_migrate_result {
  * the path an interposer reads. Enrols a tpmguard token into a new keyslot
  * with options->seal (the caller's policy), proves it by a test unseal, then
  * removes the old token and the keyslot only it used (never a keyslot the
- * passphrase opens or another token uses, never the last). keep_old: the
- * old token and keyslot stay. Crash-safe through a "migrate" pending marker.
+ * passphrase opens or another token uses, never the last), and that keyslot
+ * only when this run proved it the old token's: a systemd-tpm2 token's own
+ * secret (through systemd's token plugin, old_pin if it has a PIN) opened
+ * exactly it. Otherwise (clevis, no PIN, no plugin, wrong PIN) the keyslot
+ * is kept and old_keyslot_unproven set. keep_old: the old token and keyslot
+ * stay, and the old token is not used at all. Crash-safe through a
+ * "migrate" pending marker, which names the old keyslot only when proven.
  */
 int tg_migrate(const tg_config *config, const char *device, int old_token, const tg_secret *unlock_passphrase,
-               const tg_enroll_options *options, bool keep_old, tg_migrate_result *ret);
+               const tg_secret *old_pin, const tg_enroll_options *options, bool keep_old, tg_migrate_result *ret);
+
+/* 1 if token TOKEN of DEVICE is a systemd-tpm2 token with a PIN ("tpm2-pin": true), 0 if not, <0 on error. */
+int tg_migrate_token_wants_pin(const char *device, int token);
 
 /* Removes a tpmguard token and its keyslot; never the last active keyslot. */
 int tg_remove(const tg_config *config, const char *device, int token, tg_lifecycle_result *ret);

@@ -165,20 +165,22 @@ static int free_keyslot(struct crypt_device *cd, const char *device) {
  * keyslot; a crash leaves the marker, which 'tpmguard status' reports and
  * 'tpmguard cleanup' (or any lifecycle command) resolves.
  */
-static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_verified_tpm *v, const tg_verify_report *report,
+static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_verified_tpm **vp, const tg_verify_report *report,
                         const char *device, const tg_secret *unlock_passphrase, const tg_enroll_options *options,
                         int *ret_keyslot, int *ret_token) {
         _cleanup_secret_ tg_secret *secret = NULL, *check = NULL;
         _cleanup_free_ char *json = NULL, *marker_json = NULL;
         _cleanup_handle_ tg_handle object = TG_HANDLE_NULL;
         tg_pending_marker m = { .operation = "enroll", .token = -1, .old_keyslot = -1, .bound_keyslot = -1 };
+        tg_verified_tpm *v = *vp;
         tg_token token;
         int keyslot, marker_id, token_id, r, q;
 
         if (options->migrate) {
                 snprintf(m.operation, sizeof m.operation, "migrate");
                 m.token = options->migrate_token;
-                m.old_keyslot = options->migrate_keyslot;
+                /* To be proven first: until then a crash destroys no old keyslot. */
+                m.old_keyslot = options->migrate_prove ? -1 : options->migrate_keyslot;
         }
 
         keyslot = options->keyslot >= 0 ? options->keyslot : free_keyslot(cd, device);
@@ -263,6 +265,37 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         if (r < 0)
                 goto undo;
 
+        if (options->migrate && options->migrate_keyslot >= 0 && options->migrate_prove) {
+                /* The old token is used only now that tpmguard's own seal passed its checks on this TPM,
+                 * and with tpmguard's connection closed (a TPM without a resource manager takes one). */
+                tg_handle_release(&object);
+                object = TG_HANDLE_NULL;
+                tg_verified_tpm_free(TAKE_PTR(*vp));
+                v = NULL;
+                r = options->migrate_prove(cd, options->migrate_prove_userdata);
+                if (r < 0)
+                        goto undo;
+                if (r > 0) {
+                        /* One write: the marker (still bound to the new keyslot) now names the old one. */
+                        m.old_keyslot = options->migrate_keyslot;
+                        m.bound_keyslot = keyslot;
+                        free(marker_json);
+                        marker_json = NULL;
+                        r = tg_pending_marker_sign(config->state_dir, cd, &m);
+                        if (r >= 0)
+                                r = tg_pending_marker_to_string(&m, &marker_json);
+                        if (r < 0)
+                                goto undo;
+                        r = crypt_token_json_set(cd, marker_id, marker_json);
+                        if (r < 0) {
+                                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot update the pending marker: %s",
+                                                 strerror(-r));
+                                goto undo;
+                        }
+                        tg_fault_point("after-marker-proof");
+                }
+        }
+
         /* Bind the volume before the token exists (issue 14 §4): a binding
          * without a token is harmless, a token whose volume is not bound is
          * refused by the plugin. */
@@ -332,7 +365,7 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
         }
 
         tg_interrupt_begin();
-        r = enroll_steps(config, cd, v, &report, device, unlock_passphrase, options, ret_keyslot, ret_token);
+        r = enroll_steps(config, cd, &v, &report, device, unlock_passphrase, options, ret_keyslot, ret_token);
         if (tg_interrupt_end() != 0 && r >= 0)
                 log_notice("Interrupted after the enrollment was complete: it is kept.");
         return r;

@@ -49,7 +49,9 @@ bool tg_luks_keyslot_has_minimal_pbkdf(struct crypt_device *cd, int keyslot);
  * True when a keyslot has PBKDF2 at exactly 1000 iterations (any hash): what
  * systemd-cryptenroll (sha512) and clevis luks bind (sha256) give the random
  * secrets of the tokens they add, never cryptsetup's benchmarked default for
- * a typed passphrase. How migrate recognises a peer token's keyslot.
+ * a typed passphrase. Only a second check on migrate's old keyslot, never a
+ * proof: systemd-cryptenroll's recovery keys have it too (tg_migrate proves
+ * the keyslot through the old token's own plugin).
  */
 bool tg_luks_keyslot_has_peer_pbkdf(struct crypt_device *cd, int keyslot);
 
@@ -109,6 +111,13 @@ typedef struct tg_enroll_options {
         bool migrate;
         int migrate_token;
         int migrate_keyslot;
+        /* tg_migrate only: proves migrate_keyslot the old token's. Called once the new keyslot is proven
+         * and tpmguard's TPM connection is closed, before the token is written: >0 proven (the marker is
+         * rewritten to name the keyslot, which then goes with the old token), 0 not proven (the marker
+         * names none: it is kept, now and after a crash), <0 the enrollment is undone. NULL: the marker
+         * names migrate_keyslot from the start. */
+        int (*migrate_prove)(struct crypt_device *cd, void *userdata);
+        void *migrate_prove_userdata;
 } tg_enroll_options;
 
 /*

@@ -321,7 +321,8 @@ fault_passwd() {
         inject_all passwd
 }
 
-# migrate: a real systemd-cryptenroll token (PIN, PCR 7) replaced by a tpmguard one. After every
+# migrate: a real systemd-cryptenroll token (PIN, PCR 7; its PIN given with --old-pin-file, so that
+# systemd's plugin proves the old keyslot the token's and it goes) replaced by a tpmguard one. After every
 # kill the recovery passphrase opens (inject_all), a tpmguard token that was written already unlocks,
 # cleanup completes or undoes, and a rerun (when the old token is still there) completes; the end
 # state has the tpmguard token only. The volume as systemd left it is restored for the next point.
@@ -334,8 +335,8 @@ fault_migrate() {
         peer_systemd_enroll "$WORK/disk.img" 1234
         cp "$WORK/disk.img" "$WORK/disk.orig"
         op_run() {
-                "$TPMGUARD" migrate --token 0 --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
-                        "$WORK/disk.img"
+                "$TPMGUARD" migrate --token 0 --pcrs 7 --pin-file "$WORK/pin" --old-pin-file "$WORK/pin" \
+                        --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
         }
         migrated_clean() {
                 [ "$(peer_tokens)" = 0 ] || { fail "the systemd-tpm2 token is still there"; return 1; }

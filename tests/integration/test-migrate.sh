@@ -4,9 +4,12 @@
 # clevis luks bind (tests/integration/lib.sh: peer_*): authorized by the
 # recovery passphrase only; afterwards the recovery passphrase opens, the new
 # tpmguard token unlocks through the plugin and the real cryptsetup, the old
-# token and the keyslot only it used are gone, and a second audit reports
-# nothing exposed. --keep-old keeps the old token (still exposed); refusals
-# change nothing. Crash safety is in test-fault-injection.sh.
+# token is gone, and a second audit reports nothing exposed. The old keyslot
+# goes only when this run proved it the old token's (systemd's own plugin
+# opened exactly it with the token's secret); otherwise (clevis, a PIN not
+# given, an edited token) it is kept, with the command to remove it.
+# --keep-old keeps the old token (still exposed); refusals change nothing.
+# Crash safety is in test-fault-injection.sh.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup cryptsetup python3 systemd-cryptenroll clevis clevis-luks-bind jose tpm2_flushcontext unshare
@@ -36,7 +39,7 @@ migrate_systemd_tpm2() {
         peer_systemd_enroll "$WORK/disk.img" 1234
         expect_eq "$(token_types "$WORK/disk.img")" "0:systemd-tpm2 "
         expect_exit 21 "$TPMGUARD" audit "$WORK/disk.img"
-        expect_exit 0 migrate --token 0 "$WORK/disk.img"
+        expect_exit 0 migrate --token 0 --old-pin-file "$WORK/pin" "$WORK/disk.img"
         expect_in "replaces systemd-tpm2 token 0; removed token 0 and keyslot 1" "$OUT"
         # Token 0 and keyslot 1 (systemd's) are gone; the new token and keyslot were taken before they were freed.
         expect_eq "$(token_types "$WORK/disk.img")" "1:tpmguard "
@@ -47,15 +50,43 @@ migrate_systemd_tpm2() {
         expect_in "Nothing exposed." "$OUT"
 }
 
+# A systemd-tpm2 token without a PIN: the proof needs nothing from the owner.
+test_case migrate_systemd_tpm2_no_pin
+migrate_systemd_tpm2_no_pin() {
+        setup_peers
+        peer_systemd_enroll "$WORK/disk.img" ""
+        expect_exit 0 migrate --token 0 "$WORK/disk.img"
+        expect_in "replaces systemd-tpm2 token 0; removed token 0 and keyslot 1" "$OUT"
+        expect_eq "$(keyslots "$WORK/disk.img")" "0 2 "
+        recovery_opens "$WORK/disk.img"
+        pin_unlocks "$WORK/disk.img"
+}
+
+# A PIN token and no old PIN (no --old-pin-file, no terminal): nothing proves the keyslot, so it stays.
+test_case migrate_systemd_tpm2_without_old_pin_keeps_keyslot
+migrate_systemd_tpm2_without_old_pin_keeps_keyslot() {
+        setup_peers
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        expect_exit 0 migrate --token 0 "$WORK/disk.img" </dev/null
+        expect_in "removed token 0, kept keyslot 1: the old token named it, but it could not be proven" "$OUT"
+        expect_in "cryptsetup luksKillSlot $WORK/disk.img 1" "$OUT"
+        expect_in "has a PIN and none was given" "$ERR"
+        expect_eq "$(token_types "$WORK/disk.img")" "1:tpmguard "
+        expect_eq "$(keyslots "$WORK/disk.img")" "0 1 2 "
+        pin_unlocks "$WORK/disk.img"
+}
+
+# clevis: nothing here can run its pin to prove which keyslot its secret opens; the keyslot stays.
 test_case migrate_clevis
 migrate_clevis() {
         setup_peers
         peer_clevis_bind "$WORK/disk.img"
         expect_eq "$(token_types "$WORK/disk.img")" "0:clevis "
         expect_exit 0 migrate --token 0 "$WORK/disk.img"
-        expect_in "replaces clevis token 0; removed token 0 and keyslot 1" "$OUT"
+        expect_in "replaces clevis token 0; removed token 0, kept keyslot 1: the old token named it" "$OUT"
+        expect_in "cannot run the clevis pin" "$ERR"
         expect_eq "$(token_types "$WORK/disk.img")" "1:tpmguard "
-        expect_eq "$(keyslots "$WORK/disk.img")" "0 2 "
+        expect_eq "$(keyslots "$WORK/disk.img")" "0 1 2 "
         recovery_opens "$WORK/disk.img"
         pin_unlocks "$WORK/disk.img"
         expect_exit 0 "$TPMGUARD" audit --json "$WORK/disk.img"
@@ -72,7 +103,7 @@ migrate_both_as_audit_says() {
         expect_exit 21 "$TPMGUARD" audit --json "$WORK/disk.img"
         for step in $(python3 -c 'import json,sys; a=json.load(sys.stdin)
 for t in a["volumes"][0]["tokens"]: print(t["next_step"].split()[3])' <<<"$OUT"); do
-                expect_exit 0 migrate --token "$step" "$WORK/disk.img"
+                expect_exit 0 migrate --token "$step" --old-pin-file "$WORK/pin" "$WORK/disk.img"
         done
         expect_eq "$(token_types "$WORK/disk.img")" "0:tpmguard 2:tpmguard "
         expect_exit 0 "$TPMGUARD" audit "$WORK/disk.img"
@@ -108,7 +139,7 @@ migrate_edited_token_keeps_a_passphrase() {
                 python3 -c 'import json, sys; t = json.load(sys.stdin); t["keyslots"] = ["1"]; print(json.dumps(t))' \
                 >"$WORK/edited.json"
         cryptsetup token import --token-id 0 --token-replace --json-file "$WORK/edited.json" "$WORK/disk.img"
-        expect_exit 0 migrate --token 0 "$WORK/disk.img"
+        expect_exit 0 migrate --token 0 --old-pin-file "$WORK/pin" "$WORK/disk.img"
         expect_in "removed token 0, kept keyslot 1" "$OUT"
         expect_in "nothing shows it is the old token's" "$ERR"
         cryptsetup open --test-passphrase --key-file "$WORK/second.key" "$WORK/disk.img"
@@ -116,7 +147,36 @@ migrate_edited_token_keeps_a_passphrase() {
         pin_unlocks "$WORK/disk.img"
 }
 
-# Refusals change nothing: a wrong passphrase, a token that is not a peer's, no --token, no PIN policy given.
+# The red team's finding: a systemd-cryptenroll --recovery-key has the very PBKDF (PBKDF2-SHA512, 1000
+# iterations) of systemd's TPM keyslots. A header writer points the systemd-tpm2 token at the recovery
+# key's keyslot and removes its systemd-recovery label token; migrate, authorized by another passphrase
+# and given the right old PIN, must not destroy it: the token's secret opens its own keyslot, not that one.
+test_case edited_peer_token_never_destroys_systemd_recovery_key
+edited_peer_token_never_destroys_systemd_recovery_key() {
+        local rk
+        setup_peers
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        systemd-cryptenroll --unlock-key-file="$WORK/recovery.key" --recovery-key "$WORK/disk.img" >"$WORK/rk.out" 2>&1
+        rk=$(grep -oE '([a-z]{8}-){7}[a-z]{8}' "$WORK/rk.out" | head -1)
+        [ -n "$rk" ] || { cat "$WORK/rk.out" >&2; return 1; }
+        printf '%s' "$rk" >"$WORK/rk"
+        expect_eq "$(token_types "$WORK/disk.img")" "0:systemd-tpm2 1:systemd-recovery "
+        expect_eq "$(keyslots "$WORK/disk.img")" "0 1 2 "
+        cryptsetup open --test-passphrase --key-file "$WORK/rk" --key-slot 2 "$WORK/disk.img"
+        "$TPMGUARD_SRC/tests/adversarial/luks2-edit" "$WORK/disk.img" 'tokens.0.keyslots=["2"]'
+        cryptsetup token remove --token-id 1 "$WORK/disk.img"
+        expect_eq "$(token_types "$WORK/disk.img")" "0:systemd-tpm2 "
+        expect_exit 0 migrate --token 0 --old-pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "removed token 0, kept keyslot 2: the old token named it, but it could not be proven" "$OUT"
+        expect_in "Keeping keyslot 2" "$ERR"
+        expect_eq "$(keyslots "$WORK/disk.img")" "0 1 2 3 "
+        cryptsetup open --test-passphrase --key-file "$WORK/rk" --key-slot 2 "$WORK/disk.img"
+        recovery_opens "$WORK/disk.img"
+        pin_unlocks "$WORK/disk.img"
+}
+
+# Refusals change nothing: a wrong passphrase, a token that is not a peer's, no --token, no PIN policy given,
+# an old PIN with --keep-old.
 test_case migrate_refusals
 migrate_refusals() {
         local sum
@@ -130,6 +190,8 @@ migrate_refusals() {
         expect_in "needs the token to replace" "$ERR"
         expect_exit 17 migrate --token 5 "$WORK/disk.img"
         expect_exit 2 migrate --key-slot 3 --token 0 "$WORK/disk.img"
+        expect_exit 2 migrate --keep-old --old-pin-file "$WORK/pin" --token 0 "$WORK/disk.img"
+        expect_in "--old-pin-file does not apply" "$ERR"
         expect_eq "$(sha256sum <"$WORK/disk.img")" "$sum" "the header changed"
         expect_exit 0 migrate --token 0 "$WORK/disk.img"
         expect_exit 2 migrate --token 1 "$WORK/disk.img"
