@@ -4,6 +4,7 @@
 #include <openssl/crypto.h>
 #include <openssl/param_build.h>
 #include <tss2/tss2_rc.h>
+#include <tss2/tss2_sys.h>
 #include <tss2/tss2_tctildr.h>
 
 #include <errno.h>
@@ -107,17 +108,13 @@ void tg_tpm_free(tg_tpm *t) {
         free(t);
 }
 
-/* FlushContext(handle), sent raw: ESAPI has no object for another connection's session. */
-static void flush_raw(tg_tpm *t, TPM2_HANDLE handle) {
-        uint8_t cmd[14] = { 0x80, 0x01, 0, 0, 0, sizeof cmd, 0, 0, 0x01, 0x65 }, resp[64];
-        size_t len = sizeof resp;
+/* FlushContext(handle) through the SAPI context under ESAPI's: ESAPI has no object for another
+ * connection's handles. It still goes through our framing check (tcti.h). */
+static void flush_handle(tg_tpm *t, TPM2_HANDLE handle) {
+        TSS2_SYS_CONTEXT *sys = NULL;
 
-        cmd[10] = (uint8_t) (handle >> 24);
-        cmd[11] = (uint8_t) (handle >> 16);
-        cmd[12] = (uint8_t) (handle >> 8);
-        cmd[13] = (uint8_t) handle;
-        if (Tss2_Tcti_Transmit(t->tcti, sizeof cmd, cmd) != TSS2_RC_SUCCESS ||
-            Tss2_Tcti_Receive(t->tcti, &len, resp, TSS2_TCTI_TIMEOUT_BLOCK) != TSS2_RC_SUCCESS)
+        if (Esys_GetSysContext(t->esys, &sys) != TSS2_RC_SUCCESS || !sys ||
+            Tss2_Sys_FlushContext(sys, handle) != TSS2_RC_SUCCESS)
                 log_debug("FlushContext(0x%08x) failed.", handle);
 }
 
@@ -143,7 +140,7 @@ int tg_tpm_flush_left_over(tg_tpm *t) {
                         uint8_t type = (uint8_t) (h >> TPM2_HR_SHIFT);
                         if (i == 0 ? type == TPM2_HT_TRANSIENT :
                                      type == TPM2_HT_HMAC_SESSION || type == TPM2_HT_POLICY_SESSION)
-                                flush_raw(t, h);
+                                flush_handle(t, h);
                 }
                 Esys_Free(cap);
         }
