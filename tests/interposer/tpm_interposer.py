@@ -1242,12 +1242,17 @@ class Proxy:
                 if out is None:
                     self.log("closing client connection %d (drop)", conn_id)
                     break
+                # The reset happens before the client has the response: the client's
+                # view is the same (the TPM resets between its commands), and its next
+                # command (over a new connection with the swtpm TCTI) can never reach
+                # swtpm in the middle of CMD_INIT and fail as an I/O error instead of
+                # meeting the reset it is meant to meet.
+                if action == "reset":
+                    self.do_reset(upstream)
                 client.sendall(out)
                 if action == "close":
                     self.log("closing client connection %d (mutated response is cut short)", conn_id)
                     break
-                if action == "reset":
-                    self.do_reset(upstream)
         except (OSError, ConnectionError, TimeoutError, ProxyError) as e:
             if not self.stop.is_set():
                 self.findings.add("errors", {"conn": conn_id, "error": "%s: %s" % (type(e).__name__, e)})
