@@ -425,6 +425,44 @@ static void assess_clevis(json_object *o, const facts *f, assessment *a) {
             "the good PCR state, which unseals the real token");
 }
 
+/*
+ * A keyslot tpmguard migrate kept (luks.h: TG_KEPT_TOKEN_TYPE): the old
+ * token is gone, but its secret, which crossed the bus at every unlock
+ * before the migration (and once more for the proof), still opens the
+ * keyslot unless nothing proved the keyslot the token's because it is a
+ * passphrase's. The verdicts are about that secret, already spent: a
+ * recording or an interposer of those unlocks holds it.
+ */
+static void assess_kept(struct crypt_device *cd, int id, json_object *o, assessment *a) {
+        const char *was = json_str(o, "was");
+        bool clevis = was && strcmp(was, "clevis") == 0, active = false;
+
+        a->type = TG_KEPT_TOKEN_TYPE;
+        a->pin = -1;
+        for (int k = 0; k < tg_luks_keyslots_max() && !active; k++)
+                active = tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k);
+        if (!active) {
+                a->counts = false;
+                snprintf(a->protection, sizeof a->protection, "label of a kept keyslot that is gone (no secret; "
+                         "'tpmguard cleanup' removes it)");
+                set_all(a, NA, "a label: it holds no secret, and the keyslot it named is gone");
+                return;
+        }
+        snprintf(a->protection, sizeof a->protection, "keyslot kept by tpmguard migrate: the removed %.32s token's "
+                 "secret may still open it (nothing proved it the token's)", was ?: "old");
+        if (clevis)
+                set(&a->v[THREAT_PASSIVE], YES, "clevis's tpm2 pin sent the sealed JWK in clear at every unlock "
+                    "before the migration: a recording of one, with the header of then, gives the secret");
+        else
+                set(&a->v[THREAT_PASSIVE], NO, "systemd salted its sessions: a recording alone did not read the secret");
+        set(&a->v[THREAT_ACTIVE], YES, "the old token's sessions were salted to a key nobody verified: an interposer "
+            "of any unlock before the migration may hold the secret, and one may have made migrate's proof fail");
+        set(&a->v[THREAT_RESET], YES, "the old token did not detect a reset: a reset and replay before the migration "
+            "may have unsealed the secret");
+        set(&a->v[THREAT_HEADER], YES, "a secret unsealed before the migration opens this keyslot whatever the "
+            "header says now");
+}
+
 /* ---- every token ---- */
 
 static void assess_token(struct crypt_device *cd, int id, const char *type, json_object *o, const facts *f,
@@ -446,7 +484,9 @@ static void assess_token(struct crypt_device *cd, int id, const char *type, json
                 a->counts = false;
                 snprintf(a->protection, sizeof a->protection, "label of a recovery key (no secret)");
                 set_all(a, NA, "a label: it holds no secret");
-        } else if (strcmp(type, TG_PENDING_TOKEN_TYPE) == 0) {
+        } else if (strcmp(type, TG_KEPT_TOKEN_TYPE) == 0)
+                assess_kept(cd, id, o, a);
+        else if (strcmp(type, TG_PENDING_TOKEN_TYPE) == 0) {
                 a->type = type;
                 a->counts = false;
                 snprintf(a->protection, sizeof a->protection, "an interrupted tpmguard operation (no secret)");
@@ -486,6 +526,13 @@ static json_object *keyslot_list(struct crypt_device *cd, int id) {
                 if (tg_luks_token_references(cd, id, k))
                         json_object_array_add(arr, json_object_new_int(k));
         return arr;
+}
+
+static int kept_keyslot(struct crypt_device *cd, int id) {
+        for (int k = 0; k < tg_luks_keyslots_max(); k++)
+                if (tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k))
+                        return k;
+        return -1;
 }
 
 static int audit_volume(const char *device, const facts *f, json_object **ret) {
@@ -539,13 +586,20 @@ static int audit_volume(const char *device, const facts *f, json_object **ret) {
                 json_object_object_add(e, "exposed", json_object_new_boolean(a.counts && assessment_exposed(&a)));
                 if (a.counts && assessment_exposed(&a)) {
                         _cleanup_free_ char *next = NULL;
+                        int k = kept_keyslot(cd, id);
+
                         exposed = true;
-                        if (a.migratable && tg_asprintf(&next, "tpmguard migrate --token %d %s", id, device) >= 0)
-                                json_object_object_add(e, "next_step", json_object_new_string(next));
+                        if (a.migratable)
+                                (void) tg_asprintf(&next, "tpmguard migrate --token %d %s", id, device);
+                        else if (strcmp(a.type, TG_KEPT_TOKEN_TYPE) == 0)
+                                (void) tg_asprintf(&next, "if no passphrase or recovery key of yours opens keyslot %d: "
+                                                   "cryptsetup luksKillSlot %s %d; then tpmguard cleanup %s", k,
+                                                   device, k, device);
                         else if (strcmp(a.type, TG_TOKEN_TYPE) == 0)
-                                json_object_object_add(e, "next_step", json_object_new_string(
-                                        "see the reasons: a PIN ('tpmguard reseal'), 'tpmguard lockout setup', "
-                                        "'tpmguard bind'"));
+                                next = strdup("see the reasons: a PIN ('tpmguard reseal'), 'tpmguard lockout setup', "
+                                              "'tpmguard bind'");
+                        if (next)
+                                json_object_object_add(e, "next_step", json_object_new_string(next));
                 }
         }
 

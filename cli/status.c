@@ -169,7 +169,8 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                 json_object_array_add(orphans, orphan);
                         }
                         explicit_bzero(&t, sizeof t);
-                } else if (tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE)) {
+                } else if (tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) ||
+                           tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE)) {
                         bool names_one = false;
                         for (int k = 0; k < tg_luks_keyslots_max() && !names_one; k++)
                                 names_one = tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k);
@@ -178,7 +179,10 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                 if (!orphan)
                                         return -TG_ERR_NOMEM;
                                 json_object_object_add(orphan, "token", json_object_new_int(id));
-                                json_object_object_add(orphan, "reason", json_object_new_string("recovery-key label without a keyslot"));
+                                json_object_object_add(orphan, "reason", json_object_new_string(
+                                        tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE)
+                                                ? "kept-keyslot label without a keyslot"
+                                                : "recovery-key label without a keyslot"));
                                 json_object_object_add(orphan, "cleanup", json_object_new_string(cleanup_cmd));
                                 json_object_array_add(orphans, orphan);
                         }

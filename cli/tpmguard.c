@@ -829,6 +829,12 @@ static int cmd_migrate(const cli *c, tg_config *config) {
         r = read_old_pin(c, &old_pin);
         if (r < 0)
                 return r;
+        /* The old PIN crossed the bus at every unlock in sessions salted to a key nobody verified: an
+         * interposer there may have searched it offline from the sessions' HMACs. */
+        if (pin && old_pin && pin->size == old_pin->size && memeq_const(pin->data, old_pin->data, pin->size))
+                log_warning("The new PIN is the old token's. systemd-tpm2 sent it to the TPM in sessions salted to a "
+                            "key it never verified, so an interposer may have learnt it; choose a new one with "
+                            "'tpmguard change-pin %s'.", c->args[0]);
 
         r = tg_migrate(config, c->args[0], c->token, unlock, old_pin, &o, c->keep_old, &res);
         if (r < 0)
@@ -844,8 +850,9 @@ static int cmd_migrate(const cli *c, tg_config *config) {
                 printf("; removed token %d and keyslot %d.\n", res.old_token, res.old_keyslot);
         else if (res.old_keyslot_unproven)
                 printf("; removed token %d, kept keyslot %d: the old token named it, but it could not be proven the "
-                       "old token's. If no passphrase or recovery key of yours opens it, remove it with 'cryptsetup "
-                       "luksKillSlot %s %d'.\n", res.old_token, res.old_keyslot, c->args[0], res.old_keyslot);
+                       "old token's (labelled; 'tpmguard audit' reports it exposed). If no passphrase or recovery key "
+                       "of yours opens it, remove it with 'cryptsetup luksKillSlot %s %d'.\n", res.old_token,
+                       res.old_keyslot, c->args[0], res.old_keyslot);
         else
                 printf("; removed token %d, kept keyslot %d (a passphrase or another token uses it).\n",
                        res.old_token, res.old_keyslot);

@@ -366,7 +366,8 @@ static bool tpmguard_token_references(struct crypt_device *cd, int keyslot) {
  * us remove a tpmguard token or a FIDO2 one), and the old keyslot unless
  * another token still uses it. Undone like an enrollment otherwise.
  */
-static void migrate_marker_plan(struct crypt_device *cd, int marker_id, const tg_pending_marker *m, tg_marker_plan *p) {
+static void migrate_marker_plan(const char *state_dir, struct crypt_device *cd, int marker_id, const tg_pending_marker *m,
+                                tg_marker_plan *p) {
         const char *type = NULL;
         crypt_token_info info;
 
@@ -387,7 +388,8 @@ static void migrate_marker_plan(struct crypt_device *cd, int marker_id, const tg
                 return;
         for (int id = 0; id < tg_luks_tokens_max(); id++)
                 if (id != marker_id && id != p->leftover_token && tg_luks_token_references(cd, id, m->old_keyslot) &&
-                    !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE)) {
+                    !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) &&
+                    !tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE)) {
                         p->why_kept = "another token uses it";
                         return;
                 }
@@ -399,6 +401,15 @@ static void migrate_marker_plan(struct crypt_device *cd, int marker_id, const tg
                 p->why_kept = "nothing shows it is the old token's (its PBKDF is not the PBKDF2 at 1000 iterations "
                               "that systemd-cryptenroll and clevis give the secrets they add): if no passphrase "
                               "opens it, remove it with 'cryptsetup luksKillSlot'";
+                return;
+        }
+        /* The number alone is the header's word even after the proof: a crash, then an offline edit that
+         * gives another keyslot (a systemd recovery key) that number, must not get it destroyed by the
+         * next cleanup. The proof recorded the proven keyslot's KDF salt (tg_keyslot_own). */
+        if (!tg_keyslot_owned(state_dir, cd, m->old_keyslot)) {
+                p->why_kept = "it is not the keyslot this machine's migrate proved the old token's (its KDF salt "
+                              "differs from the one recorded, or none was): if no passphrase opens it, remove it "
+                              "with 'cryptsetup luksKillSlot'";
                 return;
         }
         p->leftover_keyslot = m->old_keyslot;
@@ -422,7 +433,7 @@ void tg_pending_marker_plan(const char *state_dir, struct crypt_device *cd, int 
                 goto last;
         }
         if (strcmp(m->operation, "migrate") == 0) {
-                migrate_marker_plan(cd, marker_id, m, &p);
+                migrate_marker_plan(state_dir, cd, marker_id, m, &p);
                 goto last;
         }
         if (m->token < 0)
@@ -1406,6 +1417,9 @@ static int migrate_prove(struct crypt_device *cd, void *userdata) {
 
                         if (tg_tpm_open_config(p->config, &t) >= 0)
                                 (void) tg_tpm_flush_left_over(t);
+                        else
+                                log_notice("Could not reopen the TPM to flush what systemd's plugin left loaded; "
+                                           "a reboot frees its slots.");
                 }
                 if (r == p->keyslot)
                         return 1;
@@ -1413,12 +1427,18 @@ static int migrate_prove(struct crypt_device *cd, void *userdata) {
                 why = r >= 0 ? "the token's secret opens another keyslot" :
                       r == -ENOANO ? "the token has a PIN and none was given (--old-pin-file F, or a terminal)" :
                       r == -ENOENT || r == -EAGAIN || r == -EINVAL ? "systemd's token plugin could not be used" :
-                      "the token's secret did not open it (wrong PIN, changed PCRs, or not its keyslot)";
+                      "the token's secret did not open it (wrong PIN, changed PCRs, not its keyslot, or an "
+                      "interposer on the TPM bus that made systemd's unseal fail)";
         }
         log_warning("Keeping keyslot %d: the %s token %d names it, but nothing shows it is the old token's (%s); "
                     "an edited token can name a passphrase's or a recovery key's keyslot. If no passphrase or "
                     "recovery key of yours opens it, remove it with 'cryptsetup luksKillSlot %s %d'.", p->keyslot,
                     p->type, p->token, why, p->device, p->keyslot);
+        /* Labelled before the old token goes: without a label the keyslot looks like a passphrase's, and
+         * tpmguard audit would call the volume safe while the secret that crossed the bus opens it. */
+        r = tg_luks_kept_label_write(cd, p->keyslot, p->type);
+        if (r < 0)
+                return r;
         p->unproven = true;
         return 0;
 }

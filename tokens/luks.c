@@ -9,6 +9,7 @@
 #include "error.h"
 #include "fault.h"
 #include "interrupt.h"
+#include "json-util.h"
 #include "keyslot-owner.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -179,8 +180,10 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         if (options->migrate) {
                 snprintf(m.operation, sizeof m.operation, "migrate");
                 m.token = options->migrate_token;
-                /* To be proven first: until then a crash destroys no old keyslot. */
-                m.old_keyslot = options->migrate_prove ? -1 : options->migrate_keyslot;
+                /* To be proven first (migrate_prove): until then a crash destroys no old keyslot. Its number
+                 * alone, the header's word, never names it. */
+                assert(options->migrate_keyslot < 0 || options->migrate_prove);
+                m.old_keyslot = -1;
         }
 
         keyslot = options->keyslot >= 0 ? options->keyslot : free_keyslot(cd, device);
@@ -276,6 +279,8 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
                 if (r < 0)
                         goto undo;
                 if (r > 0) {
+                        /* Bound by its KDF salt, not only its number (migrate_marker_plan). */
+                        tg_keyslot_own(config->state_dir, cd, options->migrate_keyslot);
                         /* One write: the marker (still bound to the new keyslot) now names the old one. */
                         m.old_keyslot = options->migrate_keyslot;
                         m.bound_keyslot = keyslot;
@@ -453,10 +458,58 @@ bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot) {
         return false;
 }
 
+static bool token_is_label(struct crypt_device *cd, int id) {
+        return tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) || tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE);
+}
+
+bool tg_luks_keyslot_is_kept(struct crypt_device *cd, int keyslot) {
+        if (!tg_luks_keyslot_active(cd, keyslot))
+                return false;
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE) && tg_luks_token_references(cd, id, keyslot))
+                        return true;
+        return false;
+}
+
+int tg_luks_kept_label_write(struct crypt_device *cd, int keyslot, const char *was) {
+        _cleanup_json_ json_object *o = NULL;
+        json_object *slots;
+        char num[16];
+        int r;
+
+        assert(cd);
+        assert(was);
+        if (tg_luks_keyslot_is_kept(cd, keyslot))
+                return 0;
+        o = json_object_new_object();
+        slots = json_object_new_array();
+        if (!o || !slots) {
+                json_object_put(slots);
+                return -TG_ERR_NOMEM;
+        }
+        snprintf(num, sizeof num, "%d", keyslot);
+        json_object_array_add(slots, json_object_new_string(num));
+        json_object_object_add(o, "type", json_object_new_string(TG_KEPT_TOKEN_TYPE));
+        json_object_object_add(o, "keyslots", slots);
+        json_object_object_add(o, "version", json_object_new_int(1));
+        json_object_object_add(o, "was", json_object_new_string(was));
+        /* The highest free token id, as a pending marker's: the tokens that unlock keep the lowest. */
+        r = -ENOSPC;
+        for (int id = tg_luks_tokens_max() - 1; id >= 0 && r == -ENOSPC; id--)
+                if (crypt_token_status(cd, id, NULL) == CRYPT_TOKEN_INACTIVE)
+                        r = id;
+        if (r >= 0)
+                r = crypt_token_json_set(cd, r, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+        if (r < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the label of kept keyslot %d: %s", keyslot,
+                                    strerror(-r));
+        tg_fault_point("after-kept-label-write");
+        return 0;
+}
+
 bool tg_luks_keyslot_used_by_token(struct crypt_device *cd, int keyslot, int except_token) {
         for (int id = 0; id < tg_luks_tokens_max(); id++)
-                if (id != except_token && !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) &&
-                    tg_luks_token_references(cd, id, keyslot))
+                if (id != except_token && !token_is_label(cd, id) && tg_luks_token_references(cd, id, keyslot))
                         return true;
         return false;
 }
@@ -466,13 +519,14 @@ int tg_luks_remove_orphan_labels(struct crypt_device *cd, unsigned *actions) {
                 bool names_one = false;
                 int r;
 
-                if (!tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE))
+                if (!token_is_label(cd, id))
                         continue;
                 for (int k = 0; k < tg_luks_keyslots_max() && !names_one; k++)
                         names_one = tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k);
                 if (names_one)
                         continue;
-                log_notice("Removing token %d: a recovery-key label whose keyslot is gone.", id);
+                log_notice("Removing token %d: a %s label whose keyslot is gone.", id,
+                           tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE) ? "kept-keyslot" : "recovery-key");
                 r = tg_luks_token_remove(cd, id);
                 if (r < 0)
                         return r;
@@ -500,14 +554,15 @@ int tg_luks_keyslots_describe(struct crypt_device *cd, bool with_pending, json_o
                         return -TG_ERR_NOMEM;
                 }
                 for (int id = 0; id < tg_luks_tokens_max(); id++)
-                        if (tg_luks_token_references(cd, id, k) && !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) &&
+                        if (tg_luks_token_references(cd, id, k) && !token_is_label(cd, id) &&
                             (with_pending || !tg_luks_token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)))
                                 json_object_array_add(users, json_object_new_int(id));
                 json_object_object_add(e, "keyslot", json_object_new_int(k));
                 json_object_object_add(e, "tokens", users);
                 json_object_object_add(e, "kind", json_object_new_string(
                         json_object_array_length(users) > 0 ? "token" :
-                        tg_luks_keyslot_is_recovery_key(cd, k) ? "recovery-key" : "passphrase"));
+                        tg_luks_keyslot_is_recovery_key(cd, k) ? "recovery-key" :
+                        tg_luks_keyslot_is_kept(cd, k) ? "kept-unproven" : "passphrase"));
                 json_object_array_add(keyslots, e);
         }
         return 0;

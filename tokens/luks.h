@@ -85,16 +85,33 @@ bool tg_luks_keyslot_has_pbkdf(struct crypt_device *cd, int keyslot, const tg_pb
  */
 #define TG_RECOVERY_TOKEN_TYPE "tpmguard-recovery"
 bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot);
-/* Does a token other than except_token, and other than a recovery-key label, list keyslot? */
+
+/*
+ * The kept-keyslot label: a token of type TG_KEPT_TOKEN_TYPE, no secret,
+ * {"type":"tpmguard-kept","keyslots":["N"],"version":1,"was":"clevis"},
+ * written by tpmguard migrate when it removes a systemd-tpm2 or clevis token
+ * but keeps the keyslot the token named, because nothing proved that keyslot
+ * the token's (tokens/lifecycle.c: migrate_prove). Without it the keyslot
+ * would look like any passphrase's, and tpmguard audit would call the volume
+ * safe while a secret that crossed the bus (recorded by a sniffer, or read by
+ * an interposer that made the proof fail) still opens it. audit reports it
+ * as exposed until the owner removes the keyslot. Like every label it is
+ * attacker-editable and decides nothing; it is not a "user" of the keyslot.
+ */
+#define TG_KEPT_TOKEN_TYPE "tpmguard-kept"
+bool tg_luks_keyslot_is_kept(struct crypt_device *cd, int keyslot);
+/* Writes the kept-keyslot label for keyslot (was: the removed token's type), unless one names it already. */
+int tg_luks_kept_label_write(struct crypt_device *cd, int keyslot, const char *was);
+/* Does a token other than except_token, and other than a label (recovery key, kept keyslot), list keyslot? */
 bool tg_luks_keyslot_used_by_token(struct crypt_device *cd, int keyslot, int except_token);
-/* Removes recovery-key labels whose keyslots no longer exist; counts into *actions (optional). */
+/* Removes labels (recovery key, kept keyslot) whose keyslots no longer exist; counts into *actions (optional). */
 int tg_luks_remove_orphan_labels(struct crypt_device *cd, unsigned *actions);
 
 /*
  * Appends to KEYSLOTS (a JSON array) one object per active keyslot: its
- * number, the tokens that list it (recovery-key labels never; pending
- * markers only WITH_PENDING) and what the header says it is ("token",
- * "recovery-key" or "passphrase"). What status and audit report: the header
+ * number, the tokens that list it (labels never; pending markers only
+ * WITH_PENDING) and what the header says it is ("token", "recovery-key",
+ * "kept-unproven" or "passphrase"). What status and audit report: the header
  * is attacker-editable, so this decides nothing.
  */
 int tg_luks_keyslots_describe(struct crypt_device *cd, bool with_pending, json_object *keyslots);
@@ -114,8 +131,8 @@ typedef struct tg_enroll_options {
         /* tg_migrate only: proves migrate_keyslot the old token's. Called once the new keyslot is proven
          * and tpmguard's TPM connection is closed, before the token is written: >0 proven (the marker is
          * rewritten to name the keyslot, which then goes with the old token), 0 not proven (the marker
-         * names none: it is kept, now and after a crash), <0 the enrollment is undone. NULL: the marker
-         * names migrate_keyslot from the start. */
+         * names none: it is kept, now and after a crash), <0 the enrollment is undone. Required whenever
+         * migrate_keyslot >= 0: a keyslot number alone, the header's word, never gets a keyslot destroyed. */
         int (*migrate_prove)(struct crypt_device *cd, void *userdata);
         void *migrate_prove_userdata;
 } tg_enroll_options;
