@@ -18,7 +18,9 @@
 #   - afterwards: exactly one tpmguard token, no pending marker, no orphan
 #     keyslot (recovery + one tpmguard keyslot), and it unlocks.
 # One provisioned swtpm per operation; the state after each rerun is the
-# starting state of the next point.
+# starting state of the next point. One more case kills migrate after its
+# token write and renumbers keyslots offline before cleanup (a systemd
+# recovery key given the proven keyslot's number must survive).
 #
 # Needs a build with -Dfault_injection=true (./run-tests makes one). In any
 # other build the hook must not exist: then this test checks only that the
@@ -356,6 +358,55 @@ fault_migrate() {
         }
         op_after_success() { migrated_clean; }
         inject_all migrate
+}
+
+# The red team's finding: killed after the tpmguard token is written, migrate leaves a marker naming the
+# proven old keyslot by number. An offline header writer then gives that number to a systemd recovery key
+# (a new keyslot the recovery key opens, with systemd's PBKDF, PBKDF2-SHA512 at 1000 iterations, and the
+# old one killed). cleanup must not destroy it: the proof recorded the proven keyslot's KDF salt, and the
+# keyslot under that number now has another.
+test_case migrate_crash_then_renumbered_recovery_key_survives
+migrate_crash_then_renumbered_recovery_key_survives() {
+        local n rk rc
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        peer_systemd_enroll "$WORK/disk.img" 1234
+        systemd-cryptenroll --unlock-key-file="$WORK/recovery.key" --recovery-key "$WORK/disk.img" >"$WORK/rk.out" 2>&1
+        rk=$(grep -oE '([a-z]{8}-){7}[a-z]{8}' "$WORK/rk.out" | head -1)
+        [ -n "$rk" ] || { cat "$WORK/rk.out" >&2; return 1; }
+        printf '%s' "$rk" >"$WORK/rk"
+        op_run() {
+                "$TPMGUARD" migrate --token 0 --pcrs 7 --pin-file "$WORK/pin" --old-pin-file "$WORK/pin" \
+                        --unlock-key-file "$WORK/recovery.key" "$1"
+        }
+        # The fault point's number, from traced runs on copies (the first also persists the SRK, so
+        # the second counts what the real run sends).
+        cp "$WORK/disk.img" "$WORK/dry.img"
+        op_run "$WORK/dry.img" >/dev/null 2>&1
+        cp "$WORK/disk.img" "$WORK/dry.img"
+        TPMGUARD_FAULT_TRACE=1 op_run "$WORK/dry.img" >"$WORK/dry.out" 2>&1
+        n=$(sed -n 's/^fault-injection: point \([0-9]*\) (after-token-write)$/\1/p' "$WORK/dry.out")
+        [ -n "$n" ] || { cat "$WORK/dry.out" >&2; fail "no after-token-write point"; return 1; }
+        rc=0
+        TPMGUARD_FAULT_INJECT_AT=$n op_run "$WORK/disk.img" >"$WORK/run.out" 2>&1 || rc=$?
+        grep -q "^fault-injection: exit at point $n (after-token-write)$" "$WORK/run.out" ||
+                { cat "$WORK/run.out" >&2; fail "not killed after the token write (exit $rc)"; return 1; }
+        flush_dead_process
+        # Offline: keyslot 1 (systemd's, proven) is replaced by one the recovery key opens.
+        cryptsetup luksKillSlot --batch-mode "$WORK/disk.img" 1
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --hash sha512 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/rk" --new-key-slot 1 "$WORK/disk.img" "$WORK/rk"
+        cryptsetup luksKillSlot --batch-mode "$WORK/disk.img" 2
+        "$TPMGUARD" cleanup "$WORK/disk.img" >"$WORK/cleanup.out" 2>&1 || { cat "$WORK/cleanup.out" >&2; fail "cleanup failed"; return 1; }
+        grep -q "Keeping keyslot 1: it is not the keyslot this machine's migrate proved" "$WORK/cleanup.out" ||
+                { cat "$WORK/cleanup.out" >&2; fail "cleanup did not keep keyslot 1"; return 1; }
+        cryptsetup open --test-passphrase --key-file "$WORK/rk" --key-slot 1 "$WORK/disk.img" ||
+                { fail "the recovery key no longer opens"; return 1; }
+        [ "$(peer_tokens)" = 0 ] || { fail "the systemd-tpm2 token is still there"; return 1; }
+        pin_opens "$WORK/pin" || { fail "the tpmguard token does not unlock"; return 1; }
+        recovery_opens "$WORK/disk.img" >/dev/null || { fail "the recovery passphrase does not open"; return 1; }
 }
 
 run_cases
