@@ -1403,9 +1403,9 @@ static int migrate_prove(struct crypt_device *cd, void *userdata) {
         if (strcmp(p->type, "systemd-tpm2") != 0)
                 why = "tpmguard cannot run the clevis pin to check which keyslot its secret opens";
         else {
-                /* The plugin's own default TPM is the one systemd-cryptsetup unlocks with at boot. Any
-                 * other (a test's swtpm) it takes only from the parameter struct, libcryptsetup's usrptr. */
-                if (p->config->tcti && strcmp(p->config->tcti, "device:/dev/tpmrm0") != 0)
+                /* The TPM tpmguard verified, always named: left unnamed, the plugin would take
+                 * $SYSTEMD_TPM2_DEVICE from the environment first (a test's swtpm is named too). */
+                if (p->config->tcti)
                         params.device = p->config->tcti;
                 r = crypt_activate_by_token_pin(cd, NULL, p->type, p->token,
                                                 p->pin ? (const char *) p->pin->data : NULL, p->pin ? p->pin->size : 0,
