@@ -449,13 +449,18 @@ bool tg_luks_keyslot_has_pbkdf(struct crypt_device *cd, int keyslot, const tg_pb
         return p.iterations == f->iterations && p.max_memory_kb == f->memory_kb && p.parallel_threads == f->parallel;
 }
 
-bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot) {
+/* Is keyslot active and named by a label token of this type? */
+static bool keyslot_has_label(struct crypt_device *cd, int keyslot, const char *type) {
         if (!tg_luks_keyslot_active(cd, keyslot))
                 return false;
         for (int id = 0; id < tg_luks_tokens_max(); id++)
-                if (tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) && tg_luks_token_references(cd, id, keyslot))
+                if (tg_luks_token_has_type(cd, id, type) && tg_luks_token_references(cd, id, keyslot))
                         return true;
         return false;
+}
+
+bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot) {
+        return keyslot_has_label(cd, keyslot, TG_RECOVERY_TOKEN_TYPE);
 }
 
 static bool token_is_label(struct crypt_device *cd, int id) {
@@ -463,12 +468,7 @@ static bool token_is_label(struct crypt_device *cd, int id) {
 }
 
 bool tg_luks_keyslot_is_kept(struct crypt_device *cd, int keyslot) {
-        if (!tg_luks_keyslot_active(cd, keyslot))
-                return false;
-        for (int id = 0; id < tg_luks_tokens_max(); id++)
-                if (tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE) && tg_luks_token_references(cd, id, keyslot))
-                        return true;
-        return false;
+        return keyslot_has_label(cd, keyslot, TG_KEPT_TOKEN_TYPE);
 }
 
 int tg_luks_kept_label_write(struct crypt_device *cd, int keyslot, const char *was) {
