@@ -435,13 +435,11 @@ static void assess_clevis(json_object *o, const facts *f, assessment *a) {
  */
 static void assess_kept(struct crypt_device *cd, int id, json_object *o, assessment *a) {
         const char *was = json_str(o, "was");
-        bool clevis = was && strcmp(was, "clevis") == 0, active = false;
+        bool clevis = was && strcmp(was, "clevis") == 0;
 
         a->type = TG_KEPT_TOKEN_TYPE;
         a->pin = -1;
-        for (int k = 0; k < tg_luks_keyslots_max() && !active; k++)
-                active = tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k);
-        if (!active) {
+        if (tg_luks_token_active_keyslot(cd, id) < 0) {
                 a->counts = false;
                 snprintf(a->protection, sizeof a->protection, "label of a kept keyslot that is gone (no secret; "
                          "'tpmguard cleanup' removes it)");
@@ -528,13 +526,6 @@ static json_object *keyslot_list(struct crypt_device *cd, int id) {
         return arr;
 }
 
-static int kept_keyslot(struct crypt_device *cd, int id) {
-        for (int k = 0; k < tg_luks_keyslots_max(); k++)
-                if (tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k))
-                        return k;
-        return -1;
-}
-
 static int audit_volume(const char *device, const facts *f, json_object **ret) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         _cleanup_json_ json_object *o = json_object_new_object();
@@ -586,15 +577,16 @@ static int audit_volume(const char *device, const facts *f, json_object **ret) {
                 json_object_object_add(e, "exposed", json_object_new_boolean(a.counts && assessment_exposed(&a)));
                 if (a.counts && assessment_exposed(&a)) {
                         _cleanup_free_ char *next = NULL;
-                        int k = kept_keyslot(cd, id);
 
                         exposed = true;
                         if (a.migratable)
                                 (void) tg_asprintf(&next, "tpmguard migrate --token %d %s", id, device);
-                        else if (strcmp(a.type, TG_KEPT_TOKEN_TYPE) == 0)
+                        else if (strcmp(a.type, TG_KEPT_TOKEN_TYPE) == 0) {
+                                int k = tg_luks_token_active_keyslot(cd, id);
                                 (void) tg_asprintf(&next, "if no passphrase or recovery key of yours opens keyslot %d: "
                                                    "cryptsetup luksKillSlot %s %d; then tpmguard cleanup %s", k,
                                                    device, k, device);
+                        }
                         else if (strcmp(a.type, TG_TOKEN_TYPE) == 0)
                                 next = strdup("see the reasons: a PIN ('tpmguard reseal'), 'tpmguard lockout setup', "
                                               "'tpmguard bind'");

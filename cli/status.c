@@ -169,12 +169,8 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                 json_object_array_add(orphans, orphan);
                         }
                         explicit_bzero(&t, sizeof t);
-                } else if (tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) ||
-                           tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE)) {
-                        bool names_one = false;
-                        for (int k = 0; k < tg_luks_keyslots_max() && !names_one; k++)
-                                names_one = tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k);
-                        if (!names_one) {
+                } else if (tg_luks_token_is_label(cd, id)) {
+                        if (tg_luks_token_active_keyslot(cd, id) < 0) {
                                 json_object *orphan = json_object_new_object();
                                 if (!orphan)
                                         return -TG_ERR_NOMEM;

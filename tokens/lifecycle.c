@@ -388,8 +388,7 @@ static void migrate_marker_plan(const char *state_dir, struct crypt_device *cd, 
                 return;
         for (int id = 0; id < tg_luks_tokens_max(); id++)
                 if (id != marker_id && id != p->leftover_token && tg_luks_token_references(cd, id, m->old_keyslot) &&
-                    !tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) &&
-                    !tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE)) {
+                    !tg_luks_token_is_label(cd, id)) {
                         p->why_kept = "another token uses it";
                         return;
                 }

@@ -78,6 +78,13 @@ bool tg_luks_keyslot_referenced(struct crypt_device *cd, int keyslot, int except
         return false;
 }
 
+int tg_luks_token_active_keyslot(struct crypt_device *cd, int id) {
+        for (int k = 0; k < tg_luks_keyslots_max(); k++)
+                if (tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k))
+                        return k;
+        return -1;
+}
+
 int tg_luks_token_load(struct crypt_device *cd, int id, tg_token *ret) {
         const char *json = NULL;
         int r;
@@ -463,7 +470,7 @@ bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot) {
         return keyslot_has_label(cd, keyslot, TG_RECOVERY_TOKEN_TYPE);
 }
 
-static bool token_is_label(struct crypt_device *cd, int id) {
+bool tg_luks_token_is_label(struct crypt_device *cd, int id) {
         return tg_luks_token_has_type(cd, id, TG_RECOVERY_TOKEN_TYPE) || tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE);
 }
 
@@ -509,21 +516,16 @@ int tg_luks_kept_label_write(struct crypt_device *cd, int keyslot, const char *w
 
 bool tg_luks_keyslot_used_by_token(struct crypt_device *cd, int keyslot, int except_token) {
         for (int id = 0; id < tg_luks_tokens_max(); id++)
-                if (id != except_token && !token_is_label(cd, id) && tg_luks_token_references(cd, id, keyslot))
+                if (id != except_token && !tg_luks_token_is_label(cd, id) && tg_luks_token_references(cd, id, keyslot))
                         return true;
         return false;
 }
 
 int tg_luks_remove_orphan_labels(struct crypt_device *cd, unsigned *actions) {
         for (int id = 0; id < tg_luks_tokens_max(); id++) {
-                bool names_one = false;
                 int r;
 
-                if (!token_is_label(cd, id))
-                        continue;
-                for (int k = 0; k < tg_luks_keyslots_max() && !names_one; k++)
-                        names_one = tg_luks_keyslot_active(cd, k) && tg_luks_token_references(cd, id, k);
-                if (names_one)
+                if (!tg_luks_token_is_label(cd, id) || tg_luks_token_active_keyslot(cd, id) >= 0)
                         continue;
                 log_notice("Removing token %d: a %s label whose keyslot is gone.", id,
                            tg_luks_token_has_type(cd, id, TG_KEPT_TOKEN_TYPE) ? "kept-keyslot" : "recovery-key");
@@ -554,7 +556,7 @@ int tg_luks_keyslots_describe(struct crypt_device *cd, bool with_pending, json_o
                         return -TG_ERR_NOMEM;
                 }
                 for (int id = 0; id < tg_luks_tokens_max(); id++)
-                        if (tg_luks_token_references(cd, id, k) && !token_is_label(cd, id) &&
+                        if (tg_luks_token_references(cd, id, k) && !tg_luks_token_is_label(cd, id) &&
                             (with_pending || !tg_luks_token_has_type(cd, id, TG_PENDING_TOKEN_TYPE)))
                                 json_object_array_add(users, json_object_new_int(id));
                 json_object_object_add(e, "keyslot", json_object_new_int(k));

@@ -32,6 +32,8 @@ bool tg_luks_keyslot_active(struct crypt_device *cd, int keyslot);
 bool tg_luks_token_references(struct crypt_device *cd, int id, int keyslot);
 /* Does any token other than except_token list keyslot? */
 bool tg_luks_keyslot_referenced(struct crypt_device *cd, int keyslot, int except_token);
+/* The first active keyslot token id lists, or -1 if none. */
+int tg_luks_token_active_keyslot(struct crypt_device *cd, int id);
 /* Parses token id strictly as a tpmguard token. */
 int tg_luks_token_load(struct crypt_device *cd, int id, tg_token *ret);
 int tg_luks_token_remove(struct crypt_device *cd, int id);
@@ -100,6 +102,8 @@ bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot);
  */
 #define TG_KEPT_TOKEN_TYPE "tpmguard-kept"
 bool tg_luks_keyslot_is_kept(struct crypt_device *cd, int keyslot);
+/* Is token id a label (recovery key, kept keyslot): no secret, never a user of the keyslot it names? */
+bool tg_luks_token_is_label(struct crypt_device *cd, int id);
 /* Writes the kept-keyslot label for keyslot (was: the removed token's type), unless one names it already. */
 int tg_luks_kept_label_write(struct crypt_device *cd, int keyslot, const char *was);
 /* Does a token other than except_token, and other than a label (recovery key, kept keyslot), list keyslot? */
