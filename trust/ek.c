@@ -202,16 +202,27 @@ static int endorsement_rc(TSS2_RC rc, const char *operation) {
         return tg_tpm_rc(rc, operation);
 }
 
-/* The EK certificate NV indices that exist in this TPM (of those we know). */
-static int nv_indices_present(tg_tpm *tpm, bool present[static ELEMENTSOF(ek_templates)]) {
-        TPM2_HANDLE next = 0x01C00000;
+/*
+ * Calls visit(handle, userdata) for every NV index in [first, last] the TPM lists, in ascending
+ * order. audit_session: ESYS_TR_NONE, or a salted HMAC session the listing is read in as an audit
+ * session, so that the TPM's answer is authenticated by the session key (an interposer can forge
+ * an unauthenticated "nothing here"). Every answer must be of the capability asked for and list
+ * handles in ascending order from where it was asked: a forged "more data" that repeats itself or
+ * goes backwards would otherwise keep this loop asking forever.
+ */
+static int nv_indices_walk(tg_tpm *tpm, ESYS_TR audit_session, TPM2_HANDLE first, TPM2_HANDLE last,
+                           void (*visit)(TPM2_HANDLE handle, void *userdata), void *userdata) {
+        TPM2_HANDLE next = first;
         TPMI_YES_NO more = TPM2_YES;
 
-        memset(present, 0, sizeof(bool) * ELEMENTSOF(ek_templates));
+        if (audit_session != ESYS_TR_NONE)
+                (void) Esys_TRSess_SetAttributes(tpm->esys, audit_session,
+                                                 TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_AUDIT, 0xff);
         while (more == TPM2_YES) {
                 _cleanup_esys_ TPMS_CAPABILITY_DATA *cap = NULL;
-                TSS2_RC rc = Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                TSS2_RC rc = Esys_GetCapability(tpm->esys, audit_session, ESYS_TR_NONE, ESYS_TR_NONE,
                                                 TPM2_CAP_HANDLES, next, TPM2_MAX_CAP_HANDLES, &more, &cap);
+                /* An audited answer that fails its HMAC is an interposer alert (tg_tpm_rc). */
                 if (rc != TSS2_RC_SUCCESS)
                         return tg_tpm_rc(rc, "GetCapability(NV indices)");
                 if (cap->capability != TPM2_CAP_HANDLES)
@@ -221,25 +232,35 @@ static int nv_indices_present(tg_tpm *tpm, bool present[static ELEMENTSOF(ek_tem
                 const TPML_HANDLE *h = &cap->data.handles;
                 if (h->count == 0)
                         break;
-                /*
-                 * The TPM lists handles in ascending order from `next` on. A list that does not
-                 * (a forged "more data" that repeats itself) would keep this loop asking forever:
-                 * every round must move `next` forward, so the loop ends.
-                 */
                 for (uint32_t i = 0; i < h->count; i++) {
                         if (h->handle[i] < next || (i > 0 && h->handle[i] <= h->handle[i - 1]))
                                 return log_error_rc(-TG_ERR_INTERPOSER,
                                                     "GetCapability(NV indices) listed handle 0x%08x out of order: "
                                                     "an interposer on the TPM bus is suspected.", h->handle[i]);
-                        for (size_t t = 0; t < ELEMENTSOF(ek_templates); t++)
-                                if (h->handle[i] == ek_templates[t].nv_index)
-                                        present[t] = true;
+                        if (h->handle[i] <= last)
+                                visit(h->handle[i], userdata);
                 }
-                if (h->handle[h->count - 1] >= 0x01C0001F)
+                if (h->handle[h->count - 1] >= last)
                         break;
                 next = h->handle[h->count - 1] + 1;
         }
+        if (audit_session != ESYS_TR_NONE)
+                (void) Esys_TRSess_SetAttributes(tpm->esys, audit_session, TPMA_SESSION_CONTINUESESSION, 0xff);
         return 0;
+}
+
+static void visit_ek_cert_index(TPM2_HANDLE handle, void *userdata) {
+        bool *present = userdata;
+
+        for (size_t t = 0; t < ELEMENTSOF(ek_templates); t++)
+                if (handle == ek_templates[t].nv_index)
+                        present[t] = true;
+}
+
+/* The EK certificate NV indices that exist in this TPM (of those we know). */
+static int nv_indices_present(tg_tpm *tpm, ESYS_TR audit_session, bool present[static ELEMENTSOF(ek_templates)]) {
+        memset(present, 0, sizeof(bool) * ELEMENTSOF(ek_templates));
+        return nv_indices_walk(tpm, audit_session, 0x01C00000, 0x01C0001F, visit_ek_cert_index, present);
 }
 
 static uint16_t nv_buffer_max(tg_tpm *tpm) {
@@ -321,28 +342,26 @@ static int nv_read(tg_tpm *tpm, ESYS_TR owner_session, uint32_t index, size_t ma
 #define EK_CHAIN_NV_LAST 0x01C001FF
 #define EK_CHAIN_MAX_SIZE 16384
 
-static int nv_chain_indices(tg_tpm *tpm, uint32_t *indices, size_t max, size_t *ret_n) {
-        TPM2_HANDLE next = EK_CHAIN_NV_FIRST;
-        TPMI_YES_NO more = TPM2_YES;
-        size_t n = 0;
+typedef struct chain_indices {
+        uint32_t *indices;
+        size_t max, n;
+} chain_indices;
 
-        while (more == TPM2_YES && n < max) {
-                _cleanup_esys_ TPMS_CAPABILITY_DATA *cap = NULL;
-                TSS2_RC rc = Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
-                                                TPM2_CAP_HANDLES, next, TPM2_MAX_CAP_HANDLES, &more, &cap);
-                if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "GetCapability(NV indices)");
-                const TPML_HANDLE *h = &cap->data.handles;
-                if (h->count == 0)
-                        break;
-                for (uint32_t i = 0; i < h->count && n < max; i++)
-                        if (h->handle[i] >= EK_CHAIN_NV_FIRST && h->handle[i] <= EK_CHAIN_NV_LAST)
-                                indices[n++] = h->handle[i];
-                if (h->handle[h->count - 1] >= EK_CHAIN_NV_LAST)
-                        break;
-                next = h->handle[h->count - 1] + 1;
-        }
-        *ret_n = n;
+static void visit_chain_index(TPM2_HANDLE handle, void *userdata) {
+        chain_indices *c = userdata;
+
+        if (c->n < c->max)
+                c->indices[c->n++] = handle;
+}
+
+static int nv_chain_indices(tg_tpm *tpm, uint32_t *indices, size_t max, size_t *ret_n) {
+        chain_indices c = { .indices = indices, .max = max };
+        int r;
+
+        r = nv_indices_walk(tpm, ESYS_TR_NONE, EK_CHAIN_NV_FIRST, EK_CHAIN_NV_LAST, visit_chain_index, &c);
+        if (r < 0)
+                return r;
+        *ret_n = c.n;
         return 0;
 }
 
@@ -540,7 +559,7 @@ static int ek_candidate_from_nv(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_t
         bool present[ELEMENTSOF(ek_templates)];
         int r, first_error = 0;
 
-        r = nv_indices_present(tpm, present);
+        r = nv_indices_present(tpm, ESYS_TR_NONE, present);
         if (r < 0)
                 return r;
         /* In order of preference; a certificate that fails lets the next one try. */
@@ -576,12 +595,12 @@ static int ek_candidate_from_nv(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_t
                             "not protect).");
 }
 
-int tg_ek_cert_in_nv(tg_tpm *tpm, bool *ret_present) {
+int tg_ek_cert_in_nv(tg_tpm *tpm, ESYS_TR audit_session, bool *ret_present) {
         bool present[ELEMENTSOF(ek_templates)];
         int r;
 
         assert(tpm && ret_present);
-        r = nv_indices_present(tpm, present);
+        r = nv_indices_present(tpm, audit_session, present);
         if (r < 0)
                 return r;
         *ret_present = false;

@@ -95,11 +95,15 @@ void tg_ek_certified_free(tg_ek_certified *ek);
 DEFINE_TRIVIAL_CLEANUP_FUNC(tg_ek_certified *, tg_ek_certified_free);
 
 /*
- * Whether any EK certificate index of the TCG templates is defined in NV
- * (GetCapability, no session: an interposer can hide one, which at worst
- * makes 'provision --trust-on-first-use' pin unproven, as it says it does).
+ * Whether any EK certificate index of the TCG templates is defined in NV.
+ * audit_session: a session salted to a key the caller trusts (the NULL key
+ * that matches the kernel's null_name), in which the listing is read as an
+ * audit session: an interposer that hides the certificates (to make
+ * 'provision --trust-on-first-use' pin a key of its own) then fails the
+ * response HMAC. ESYS_TR_NONE, or a session salted to a key nobody
+ * verified: the answer is the bus's word.
  */
-int tg_ek_cert_in_nv(tg_tpm *tpm, bool *ret_present);
+int tg_ek_cert_in_nv(tg_tpm *tpm, ESYS_TR audit_session, bool *ret_present);
 
 /* Both steps for an already loaded key (tests). */
 int tg_ek_attest_key(tg_tpm *tpm, const tg_ek_options *opts, ESYS_TR auth_session, ESYS_TR key,

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
 #include <inttypes.h>
 #include <time.h>
+#include <unistd.h>
 #include <tss2/tss2_rc.h>
 
 #include "ek.h"
@@ -27,7 +29,8 @@ static const TPML_PCR_SELECTION no_pcrs = {};
  * guessed offline) and is caught by the verification at the end, which
  * certifies the same NULL key with the key pinned here.
  */
-static int bootstrap_session(const tg_config *config, tg_tpm *tpm, tg_handle *null_key, tg_handle *ret_session) {
+static int bootstrap_session(const tg_config *config, tg_tpm *tpm, tg_handle *null_key, tg_handle *ret_session,
+                             bool *ret_anchored) {
         static const TPMT_SYM_DEF aes128cfb = {
                 .algorithm = TPM2_ALG_AES,
                 .keyBits.aes = 128,
@@ -70,6 +73,7 @@ static int bootstrap_session(const tg_config *config, tg_tpm *tpm, tg_handle *nu
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "StartAuthSession (salted to the NULL key)");
         (void) Esys_TRSess_SetAttributes(tpm->esys, ret_session->tr, TPMA_SESSION_CONTINUESESSION, 0xff);
+        *ret_anchored = r >= 0;
         return 0;
 }
 
@@ -92,7 +96,7 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
         time_t now = time(NULL);
         struct tm tm;
         TPM2B_PUBLIC tmpl;
-        bool tofu = false;
+        bool tofu = false, anchored = false;
         TSS2_RC rc;
         int r;
 
@@ -117,17 +121,30 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
 
         tg_progress("Provisioning: proving the EK against its certificate (EK re-creation; several seconds on "
                     "some TPMs)...");
-        r = bootstrap_session(config, tpm, &null_key, &session);
+        r = bootstrap_session(config, tpm, &null_key, &session, &anchored);
         if (r < 0)
                 return r;
         if (options->trust_on_first_use) {
                 bool present;
 
-                r = tg_ek_cert_in_nv(tpm, &present);
+                /*
+                 * A TPM that has a certificate is proven against it: TOFU only where there is none.
+                 * An interposer that hides the certificate indices would have its own key pinned,
+                 * so the listing is read in the bootstrap session as an audit session: with the
+                 * kernel's null_name that session is salted to the key the kernel made at boot,
+                 * and a forged "none" fails its response HMAC. Without it, the answer is the
+                 * bus's word, and the warning below says so.
+                 */
+                r = tg_ek_cert_in_nv(tpm, session.tr, &present);
                 if (r < 0)
                         return r;
-                /* A TPM that has a certificate is proven against it: TOFU only where there is none. */
                 tofu = !present;
+                if (tofu && !anchored)
+                        log_warning("No kernel null_name: nothing authenticates the TPM's answer that it has no "
+                                    "EK certificate, so an interposer present now could hide one to have its own "
+                                    "key pinned. Use --trust-on-first-use here only for a TPM known to have no EK "
+                                    "certificate (docs/hardware.md) on a bus you trust now; a kernel with "
+                                    "CONFIG_TCG_TPM2_HMAC=y lets tpmguard check that answer.");
                 if (present)
                         log_info("This TPM has an EK certificate in NV: the EK signing key is proven against it, "
                                  "and --trust-on-first-use is not used.");
@@ -313,14 +330,25 @@ static int provision_lockout(const tg_config *config, const tg_provision_options
 int tg_provision(const tg_config *config, const tg_provision_options *options, tg_pinned_key *ret_pinned,
                  tg_lockout_result *ret_lockout) {
         const char *dir = options->output_dir ?: config->state_dir;
+        _cleanup_free_ uint8_t *previous = NULL;
+        _cleanup_free_ char *path = NULL;
         tg_pinned_key pinned = {};
         tg_lockout_result lockout = {};
+        size_t previous_size = 0;
         int r;
 
         r = provision_key(config, options, &pinned);
         tg_progress_done();
         if (r < 0)
                 return r;
+        if (tg_asprintf(&path, "%s/%s", dir, TG_PINNED_FILE_NAME) < 0)
+                return -TG_ERR_NOMEM;
+        if (pinned.tofu) {
+                /* Kept, so that an unproven pin taken back below restores the one it replaced. */
+                r = tg_read_file(path, 1 << 20, &previous, &previous_size);
+                if (r < 0 && r != -TG_ERR_NOT_FOUND)
+                        return log_error_rc(r, "Cannot read the current pin %s; nothing was pinned.", path);
+        }
         r = tg_pinned_key_save(dir, &pinned);
         if (r < 0)
                 return r;
@@ -330,6 +358,25 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         tg_progress("Provisioning: the lockout hierarchy and the dictionary-attack parameters...");
         r = provision_lockout(config, options, dir, &pinned, &lockout);
         tg_progress_done();
+        if (r == -TG_ERR_INTERPOSER && pinned.tofu) {
+                /*
+                 * Nothing proved the key pinned unproven a moment ago; an interposer caught in the
+                 * same run may have answered for it (the lockout step's verification is the first
+                 * to check the pin). The pin is taken back: the one it replaced returns, or none.
+                 */
+                int q = previous ? tg_write_file_atomic(path, previous, previous_size, 0644)
+                                 : (unlink(path) < 0 && errno != ENOENT ? -TG_ERR_IO : 0);
+
+                if (ret_pinned)
+                        *ret_pinned = (tg_pinned_key) {};
+                if (q < 0)
+                        return log_alert_rc(r, "An interposer was detected after the trust-on-first-use pin was "
+                                            "saved, and %s could not be taken back: delete it, then provision "
+                                            "again on a TPM bus you trust.", path);
+                return log_alert_rc(r, "An interposer was detected after the trust-on-first-use pin was saved: "
+                                    "the pin was taken back (%s), as the key may be the interposer's. Provision "
+                                    "again on a TPM bus you trust.", previous ? "the previous pin restored" : "none kept");
+        }
         if (ret_pinned)
                 *ret_pinned = pinned;
         if (r < 0)

@@ -16,6 +16,7 @@ typedef struct tg_tcti {
         TSS2_TCTI_CONTEXT_COMMON_V2 common; /* first: the context ESAPI sees */
         TSS2_TCTI_CONTEXT *inner;
         uint32_t last_cc;                   /* command code of the last command transmitted */
+        uint16_t last_tag;                  /* and its tag */
         uint8_t *last_response;             /* the buffer the last response was received into */
         size_t last_response_size;          /* bytes the transport wrote there (never more than that buffer holds) */
 } tg_tcti;
@@ -84,10 +85,23 @@ int tg_tpm_response_framing_check(uint32_t cc, const uint8_t *response, size_t s
         return 0;
 }
 
+int tg_tpm_response_tag_check(uint16_t command_tag, const uint8_t *response, size_t size) {
+        uint16_t tag;
+
+        assert(size >= TPM_HEADER_SIZE); /* after tg_tpm_response_framing_check() */
+        tag = (uint16_t) (response[0] << 8 | response[1]);
+        if (be32(response + 6) != TPM2_RC_SUCCESS || tag == command_tag)
+                return 0;
+        return log_error_rc(-TG_ERR_INTERPOSER,
+                            "TPM response has tag 0x%04x to a command with tag 0x%04x: its session area was %s.", tag,
+                            command_tag, tag == TPM2_ST_NO_SESSIONS ? "removed" : "added");
+}
+
 static TSS2_RC wrap_transmit(TSS2_TCTI_CONTEXT *tcti, size_t size, const uint8_t *command) {
         tg_tcti *t = (tg_tcti *) tcti;
 
         t->last_cc = size >= TPM_HEADER_SIZE ? be32(command + 6) : 0;
+        t->last_tag = size >= TPM_HEADER_SIZE ? (uint16_t) (command[0] << 8 | command[1]) : 0;
         return Tss2_Tcti_Transmit(t->inner, size, command);
 }
 
@@ -118,7 +132,8 @@ static TSS2_RC wrap_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *resp
         }
         t->last_response = response;
         t->last_response_size = *size;
-        if (tg_tpm_response_framing_check(t->last_cc, response, *size) < 0) {
+        if (tg_tpm_response_framing_check(t->last_cc, response, *size) < 0 ||
+            tg_tpm_response_tag_check(t->last_tag, response, *size) < 0) {
                 explicit_bzero(response, *size);
                 return TSS2_TCTI_RC_MALFORMED_RESPONSE;
         }

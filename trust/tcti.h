@@ -37,5 +37,14 @@ void tg_tcti_wipe_last_response(TSS2_TCTI_CONTEXT *tcti);
  * (size bytes) in answer to command code cc. Returns 0 or -TG_ERR_INTERPOSER.
  */
 int tg_tpm_response_framing_check(uint32_t cc, const uint8_t *response, size_t size);
+/*
+ * A successful response carries a session area exactly when its command did
+ * (TPM 2.0 Part 1 §18.7: the response tag follows the command's): a response
+ * without one to a command with sessions has dropped the response HMACs that
+ * would have shown it forged (an audited GetCapability answered "nothing here"),
+ * which ESAPI would report only as a sequence error. command_tag: the tag of the
+ * command sent. Returns 0 or -TG_ERR_INTERPOSER.
+ */
+int tg_tpm_response_tag_check(uint16_t command_tag, const uint8_t *response, size_t size);
 /* How many handles a successful response to cc carries in its handle area (TPM 2.0 Part 3). */
 unsigned tg_tpm_response_handle_count(uint32_t cc);

@@ -133,4 +133,75 @@ PY
         expect_exit 0 token_open <"$WORK/pin"
 }
 
+# An interposer present at provisioning hides the TPM's EK certificates
+# (GetCapability of the certificate range answered "none") so that
+# --trust-on-first-use pins a key of its choosing instead of proving the
+# EK. With the kernel's null_name the listing is read in a session salted
+# to the kernel's NULL key, as an audit session: the forged answer carries
+# no valid response HMAC, and provisioning refuses, pinning nothing.
+test_case hidden_certificates_refused_with_null_name
+hidden_certificates_refused_with_null_name() {
+        tpm_setup
+        proxy_start hide-ek-certs
+        expect_exit 3 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "interposer" "$ERR"
+        refute_in "TRUST ON FIRST USE" "$ERR"
+        proxy_stop
+        [ ! -e "$WORK/state/ek-signing-key.json" ] || { echo "# something was pinned" >&2; return 1; }
+        "$PY" - "$WORK/findings.json" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+assert any(a["attack"] == "hide-ek-certs" for a in f["attacks"]), f["attacks"]
+PY
+        # Directly, the same TPM is proven against its certificate.
+        expect_exit 0 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "proven against EK certificate" "$OUT"
+}
+
+# Without a null_name the listing is still read in the bootstrap session,
+# as an audit session: hiding the certificates alone is refused there too (an
+# interposer would have to substitute the NULL key first and forge the
+# response HMAC). Where the TPM really has no certificate, TOFU goes ahead and
+# says that the answer could not be checked. An interposer that substitutes
+# keys during a TOFU provisioning is caught later in the same run (the
+# lockout step's verification is the first to check the new pin): the
+# unproven pin is then taken back, and the pin it replaced returns byte for
+# byte.
+test_case tofu_without_null_name
+tofu_without_null_name() {
+        tpm_setup
+        write_config if-available
+        rm -f "$WORK/null_name"
+        proxy_start hide-ek-certs
+        expect_exit 3 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "interposer" "$ERR"
+        proxy_stop
+        [ ! -e "$WORK/state/ek-signing-key.json" ] || { echo "# something was pinned" >&2; return 1; }
+        tpm_teardown
+
+        tpm_setup --no-ek-cert
+        write_config if-available
+        rm -f "$WORK/null_name"
+        expect_exit 0 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "nothing authenticates the TPM's answer" "$ERR"
+        expect_in "TRUST ON FIRST USE" "$ERR"
+        cp "$WORK/state/ek-signing-key.json" "$WORK/pin.before"
+
+        proxy_start substitute
+        expect_exit 3 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "taken back" "$ERR"
+        expect_in "previous pin restored" "$ERR"
+        proxy_stop
+        cmp "$WORK/state/ek-signing-key.json" "$WORK/pin.before"
+        expect_exit 0 "$TPMGUARD" verify
+
+        # With no earlier pin, none is left.
+        rm -rf "${WORK:?}/state"/*
+        proxy_start substitute
+        expect_exit 3 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "none kept" "$ERR"
+        proxy_stop
+        [ ! -e "$WORK/state/ek-signing-key.json" ] || { echo "# the unproven pin was kept" >&2; return 1; }
+}
+
 run_cases

@@ -108,7 +108,8 @@ import mutate as mt
 import tpmwire as tw
 
 MODES = ("record", "substitute", "loaded-key", "zgen-key", "owner-key", "pin-crack", "tamper", "reset", "drop",
-         "replay", "mutate", "inject-unseal")
+         "replay", "mutate", "inject-unseal", "hide-ek-certs")
+EK_CERT_NV_FIRST, EK_CERT_NV_LAST = 0x01C00000, 0x01C0FFFF
 SWTPM_CMD_INIT = 2
 SUBSTITUTE_HIERARCHIES = (tw.TPM_RH_NULL, tw.TPM_RH_OWNER, tw.TPM_RH_ENDORSEMENT)
 
@@ -1129,7 +1130,7 @@ class Proxy:
                                                  "error": "response: %s: %s" % (type(e).__name__, e)})
                     out = upstream_resp
             action = None
-            out = self.active_modes(cc, n, seq, out)
+            out = self.active_modes(cc, n, seq, out, cmd)
             if "mutate" in self.modes:
                 out, close_after = self.mutate_response(cc, seq, out)
                 if close_after:
@@ -1150,8 +1151,18 @@ class Proxy:
             self.findings.write()
             return out, action
 
-    def active_modes(self, cc, n, seq, out):
+    def active_modes(self, cc, n, seq, out, cmd=None):
         name = tw.cc_name(cc)
+        if "hide-ek-certs" in self.modes and cc == 0x17A and cmd is not None and len(cmd.params) >= 12:
+            # GetCapability(TPM_CAP_HANDLES) from an index of the EK certificate range: answered
+            # "no handles", as by a TPM without EK certificates, so that a client that trusts the
+            # answer offers trust on first use to a TPM that has certificates. The answer carries
+            # no session area: a client that asked in an audit session must refuse it.
+            cap, prop = struct.unpack(">II", cmd.params[:8])
+            if cap == 1 and EK_CERT_NV_FIRST <= prop <= EK_CERT_NV_LAST and tw.read_header(out)[2] == 0:
+                body = b"\x00" + struct.pack(">II", 1, 0)
+                out = struct.pack(">HII", tw.TPM_ST_NO_SESSIONS, 10 + len(body), 0) + body
+                self.attack(attack="hide-ek-certs", command=name, property=hh(prop), seq=seq)
         if "replay" in self.modes:
             for spec in self.args.replay:
                 if spec[0] != cc:

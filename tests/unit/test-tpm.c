@@ -181,6 +181,20 @@ static void test_response_framing(void **state) {
         }
 }
 
+/* A successful response keeps its command's tag: sessions are neither removed nor added. */
+static void test_response_tag(void **state) {
+        const uint8_t with[] = { 0x80, 0x02, 0, 0, 0, 10, 0, 0, 0, 0 };
+        const uint8_t without[] = { 0x80, 0x01, 0, 0, 0, 10, 0, 0, 0, 0 };
+        const uint8_t error[] = { 0x80, 0x01, 0, 0, 0, 10, 0, 0, 0x09, 0x8e };
+
+        assert_int_equal(tg_tpm_response_tag_check(TPM2_ST_SESSIONS, with, sizeof with), 0);
+        assert_int_equal(tg_tpm_response_tag_check(TPM2_ST_NO_SESSIONS, without, sizeof without), 0);
+        assert_int_equal(tg_tpm_response_tag_check(TPM2_ST_SESSIONS, without, sizeof without), -TG_ERR_INTERPOSER);
+        assert_int_equal(tg_tpm_response_tag_check(TPM2_ST_NO_SESSIONS, with, sizeof with), -TG_ERR_INTERPOSER);
+        /* An error response never has sessions (Part 1 §18), whatever the command had. */
+        assert_int_equal(tg_tpm_response_tag_check(TPM2_ST_SESSIONS, error, sizeof error), 0);
+}
+
 /* A transport that answers with fixed bytes, for the wrapper. */
 typedef struct fixed_tcti {
         TSS2_TCTI_CONTEXT_COMMON_V2 common;
@@ -254,6 +268,7 @@ int main(void) {
                 cmocka_unit_test(test_public_to_evp_ecc),
                 cmocka_unit_test(test_hex),
                 cmocka_unit_test(test_response_framing),
+                cmocka_unit_test(test_response_tag),
                 cmocka_unit_test(test_tcti_wrapper),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
