@@ -43,6 +43,8 @@ struct tg_verified_tpm {
         tg_handle srk;        /* TG_SRK_HANDLE, when verification read it (close_only) */
         TPM2B_NAME null_name;
         bool one_shot;        /* see tg_verify_options.one_shot */
+        bool null_key_trusted; /* null_key matched the kernel's null_name, or the pinned key certified it */
+        bool endorsement_auth; /* a non-empty endorsement password is set on the context */
         bool session_ended;   /* the TPM flushed hmac_session (continueSession clear, success) */
 };
 
@@ -439,6 +441,22 @@ static int pinned_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_han
                 _cleanup_handle_ tg_handle endorsement = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE };
                 TPM2B_PUBLIC tmpl;
 
+                /*
+                 * The pin says the key was persisted, and the TPM (or whoever answers for it) says the
+                 * handle is empty. Re-creating the key would send an HMAC of the endorsement password
+                 * in a session salted to a NULL key nothing has verified yet (no kernel null_name): an
+                 * interposer that forged the empty handle and substitutes the NULL key gets it to guess
+                 * offline. That downgrade is refused; re-provisioning persists the key again.
+                 */
+                if (pinned->persistent_handle != 0 && v->endorsement_auth && !v->null_key_trusted)
+                        return log_error_rc(-TG_ERR_TPM,
+                                            "The EK signing key is no longer at 0x%08" PRIx32 ", where 'tpmguard "
+                                            "provision' persisted it (evicted, or an interposer says so). Without "
+                                            "the kernel's null_name, tpmguard does not send the endorsement password "
+                                            "to re-create it before the TPM is verified. Run 'tpmguard provision' "
+                                            "again to persist the key; until then unlock with the recovery "
+                                            "passphrase.", pinned->persistent_handle);
+
                 r = start_salted_session(v, TPM2_SE_HMAC, &endorsement.tr);
                 if (r < 0)
                         return r;
@@ -523,11 +541,13 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                                       options ? options->endorsement_auth : NULL, "endorsement");
         if (r < 0)
                 return r;
+        v->endorsement_auth = options && options->endorsement_auth && options->endorsement_auth->size > 0;
 
         if (ret_vtpm && options && options->use_cache) {
                 r = verify_from_cache(config, v, report->kernel_null_name_present ? &kernel_null_name : NULL,
                                       &pinned.name, report);
                 if (r >= 0) {
+                        v->null_key_trusted = true; /* the cached key, proven (verify_from_cache) */
                         *ret_vtpm = TAKE_PTR(v);
                         return 0;
                 }
@@ -560,6 +580,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                                     "The TPM's NULL key does not match the name the kernel recorded at boot. "
                                     "The TPM was reset since boot, or an interposer sits on the TPM bus. "
                                     "The TPM will not be used; unlock with the recovery passphrase and investigate.");
+        v->null_key_trusted = report->kernel_null_name_present;
 
         /* 4. The EK signing key, persisted or re-created; it must be the pinned one (pinned_signer). */
         signer.esys = v->tpm->esys;
@@ -588,6 +609,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                               nonce.buffer, nonce.size, &v->null_name, &null_qn, &info);
         if (r < 0)
                 return r;
+        v->null_key_trusted = true;
         report->clock = info.clock;
         report->reset_count = info.reset_count;
         report->restart_count = info.restart_count;

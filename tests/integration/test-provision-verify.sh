@@ -276,6 +276,19 @@ endorsement_password() {
         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_evictcontrol -C o -c 0x81010100 >/dev/null
         expect_exit 10 "$TPMGUARD" verify
         expect_exit 0 "$TPMGUARD" verify --endorsement-auth-file - <"$WORK/eauth"
+
+        # Without the kernel's null_name the NULL key is not verified before the EK signing
+        # key is: the password's HMAC is not sent in a session salted to it to re-create a key
+        # the pin says was persisted (an interposer could have forged the empty handle; red-team
+        # finding). Re-provisioning persists the key again.
+        write_config if-available
+        rm -f "$WORK/null_name"
+        # (still evicted, from above)
+        expect_exit 7 "$TPMGUARD" verify --endorsement-auth-file - <"$WORK/eauth"
+        expect_in "no longer at 0x81010100" "$ERR"
+        expect_in "tpmguard provision" "$ERR"
+        expect_exit 0 "$TPMGUARD" provision --endorsement-auth-file "$WORK/eauth"
+        expect_exit 0 "$TPMGUARD" verify
 }
 
 # Issue 18: provisioning persists the EK signing key at 0x81010100 (one CreatePrimary fewer per
