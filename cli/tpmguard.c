@@ -902,6 +902,31 @@ static int cmd_seal(const cli *c, tg_config *config) {
         return 0;
 }
 
+/*
+ * The human-readable reports quote the LUKS2 header (a peer token's PCR bank or clevis pin, token
+ * types): they are written to memory first and printed with every terminal control replaced
+ * (tg_str_sanitize), so that an edited header cannot clear the screen or forge a line of the report.
+ * (The JSON forms escape control characters themselves.)
+ */
+typedef struct report_buffer {
+        FILE *f;
+        char *text;
+        size_t size;
+} report_buffer;
+
+static int report_begin(report_buffer *b) {
+        *b = (report_buffer) {};
+        b->f = open_memstream(&b->text, &b->size);
+        return b->f ? 0 : log_error_rc(-TG_ERR_NOMEM, "Out of memory.");
+}
+
+static void report_end(report_buffer *b) {
+        if (fclose(b->f) == 0 && b->text)
+                fputs(tg_str_sanitize(b->text), stdout);
+        free(b->text);
+        *b = (report_buffer) {};
+}
+
 static int cmd_doctor(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *eauth = NULL;
         _cleanup_doctor_report_ tg_doctor_report *report = NULL;
@@ -930,8 +955,15 @@ static int cmd_doctor(const cli *c, tg_config *config) {
                 printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
-        } else
-                tg_doctor_report_print(report, stdout);
+        } else {
+                report_buffer b;
+
+                r = report_begin(&b);
+                if (r < 0)
+                        return r;
+                tg_doctor_report_print(report, b.f);
+                report_end(&b);
+        }
         return tg_doctor_report_worst(report);
 }
 
@@ -1267,8 +1299,15 @@ static int cmd_status(const cli *c, tg_config *config) {
                 printf("%s\n", json_object_to_json_string_ext(status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
         }
-        else
-                tg_status_print(status, stdout);
+        else {
+                report_buffer b;
+
+                r = report_begin(&b);
+                if (r < 0)
+                        return r;
+                tg_status_print(status, b.f);
+                report_end(&b);
+        }
         return 0;
 }
 
@@ -1289,8 +1328,15 @@ static int cmd_audit(const cli *c, tg_config *config) {
                 printf("%s\n", json_object_to_json_string_ext(audit, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                                        JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
-        } else
-                tg_audit_print(audit, stdout);
+        } else {
+                report_buffer b;
+
+                r = report_begin(&b);
+                if (r < 0)
+                        return r;
+                tg_audit_print(audit, b.f);
+                report_end(&b);
+        }
         /* Exposed outranks a volume that could not be read: both are in the output. */
         return tg_audit_exposed(audit) ? -TG_ERR_EXPOSED : volume_error;
 }

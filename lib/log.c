@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "util.h"
 
 /* 7c1b2e0a-6f3d-4c1e-9a57-3b8f1d2c4e90: a TPM verification failed */
 #define TPMGUARD_ALERT_MESSAGE_ID "7c1b2e0a6f3d4c1e9a573b8f1d2c4e90"
@@ -58,6 +59,8 @@ int tg_log_internal(int level, int rc, const char *func, const char *format, ...
         va_start(ap, format);
         vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
+        /* Messages quote header fields and TPM answers: no terminal control gets through. */
+        tg_str_sanitize(buf);
         log_dispatch(level, func, buf);
         return rc;
 }
@@ -69,6 +72,7 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) {
         va_start(ap, format);
         vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
+        tg_str_sanitize(buf);
 
         log_dispatch(LOG_ALERT, func, buf);
         if (!log_journal)

@@ -209,3 +209,17 @@ int tg_asprintf(char **ret, const char *format, ...) {
         }
         return 0;
 }
+
+char *tg_str_sanitize(char *s) {
+        unsigned char *p = (unsigned char *) s;
+
+        for (; p && *p; p++) {
+                if ((*p < 0x20 && *p != '\t' && *p != '\n') || *p == 0x7f)
+                        *p = '?';
+                else if (*p == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f) {
+                        p[0] = p[1] = '?';
+                        p++;
+                }
+        }
+        return s;
+}

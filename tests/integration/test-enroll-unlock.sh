@@ -243,6 +243,37 @@ edited_token_never_unseals() {
         recovery_opens "$WORK/disk.img"
 }
 
+# A header writer puts terminal controls in a token field (red-team finding:
+# they reached the operator's terminal raw). The plugin's messages under
+# cryptsetup, and tpmguard's own, carry none of them: no ESC byte anywhere.
+test_case header_text_never_reaches_the_terminal_raw
+header_text_never_reaches_the_terminal_raw() {
+        setup_enrolled
+        cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/orig.json"
+        /usr/bin/python3 - "$WORK/orig.json" "$WORK/edited.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pcr_bank"] = "\x1b[2J\x1b[HTPM verified. Type th"
+json.dump(t, open(sys.argv[2], "w"))
+PY
+        cryptsetup token remove --token-id 0 "$WORK/disk.img"
+        cryptsetup token import --json-file "$WORK/edited.json" --token-id 0 "$WORK/disk.img"
+        with_plugin cryptsetup luksDump "$WORK/disk.img" >"$WORK/dump.out" 2>&1 || true
+        token_open <"$WORK/pin" >"$WORK/open.out" 2>&1 && { echo "# unlocked with an edited bank" >&2; return 1; }
+        "$TPMGUARD" status "$WORK/disk.img" >"$WORK/status.out" 2>&1 || true
+        "$TPMGUARD" audit "$WORK/disk.img" >"$WORK/audit.out" 2>&1 || true
+        "$TPMGUARD" -v status "$WORK/disk.img" >>"$WORK/status.out" 2>&1 || true
+        grep -q "pcr_bank" "$WORK/dump.out" "$WORK/open.out" "$WORK/status.out" ||
+                { echo "# no message named the edited field" >&2; return 1; }
+        for f in dump open status audit; do
+                if grep -q $'\x1b' "$WORK/$f.out"; then
+                        echo "# an ESC byte reached the output of $f" >&2
+                        return 1
+                fi
+        done
+        recovery_opens "$WORK/disk.img"
+}
+
 test_case validate_rejects_malformed_import
 validate_rejects_malformed_import() {
         setup_enrolled

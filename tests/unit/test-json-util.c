@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "json-util.h"
+#include "util.h"
 
 static int parse(const char *text, size_t size, char *problem) {
         _cleanup_json_ json_object *o = NULL;
@@ -74,12 +75,24 @@ static void test_read_object(void **state) {
         assert_null(o);
 }
 
+/* Header text never steers a terminal: C0 controls but tab and newline, DEL, UTF-8 C1 controls. */
+static void test_str_sanitize(void **state) {
+        char a[] = "\x1b[2J\x1b[HTPM verified.\tok\n\x7f\xc2\x9b" "31m\xc3\xa9\x01";
+        char none[] = "sha256";
+
+        (void) state;
+        assert_string_equal(tg_str_sanitize(a), "?[2J?[HTPM verified.\tok\n???31m\xc3\xa9?");
+        assert_string_equal(tg_str_sanitize(none), "sha256");
+        assert_null(tg_str_sanitize(NULL));
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_one_object),
                 cmocka_unit_test(test_trailing_data_refused),
                 cmocka_unit_test(test_not_an_object),
                 cmocka_unit_test(test_read_object),
+                cmocka_unit_test(test_str_sanitize),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }
