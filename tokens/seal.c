@@ -489,8 +489,13 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
         tmpl.publicArea = (TPMT_PUBLIC) {
                 .type = TPM2_ALG_KEYEDHASH,
                 .nameAlg = TPM2_ALG_SHA256,
-                /* Policy only (no userWithAuth); DA-protected whenever a PIN guards it. */
-                .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | (token.pin ? 0 : TPMA_OBJECT_NODA),
+                /*
+                 * Policy only, for both roles: no userWithAuth, and adminWithPolicy, so that the PIN's
+                 * authValue alone authorizes nothing (ObjectChangeAuth would otherwise test PIN guesses
+                 * in any PCR state). DA-protected whenever a PIN guards it.
+                 */
+                .objectAttributes = TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT | TPMA_OBJECT_ADMINWITHPOLICY |
+                                    (token.pin ? 0 : TPMA_OBJECT_NODA),
                 .authPolicy = policy,
                 .parameters.keyedHashDetail.scheme.scheme = TPM2_ALG_NULL,
         };

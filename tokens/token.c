@@ -256,7 +256,8 @@ static int pin_kdf_field(json_object *obj, tg_token *t) {
 
 /* The sealed object must be exactly the kind of object tpmguard creates (see token.h). */
 static int sealed_public_check(const TPMT_PUBLIC *p, bool pin, const TPM2B_DIGEST *policy_hash) {
-        TPMA_OBJECT allowed = TG_SEALED_ATTRIBUTES_REQUIRED | (pin ? 0 : TG_SEALED_ATTRIBUTES_NO_PIN_OPTIONAL);
+        TPMA_OBJECT allowed = TG_SEALED_ATTRIBUTES_REQUIRED | TG_SEALED_ATTRIBUTES_OPTIONAL |
+                              (pin ? 0 : TG_SEALED_ATTRIBUTES_NO_PIN_OPTIONAL);
         TPMA_OBJECT a = p->objectAttributes;
 
         if (p->type != TPM2_ALG_KEYEDHASH)

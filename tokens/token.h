@@ -44,12 +44,18 @@
 #define TG_PIN_SALT_SIZE 32u
 
 /*
- * The object attributes of the sealed object we create: fixedTPM and
- * fixedParent; never userWithAuth (only the policy authorizes use), never
- * sensitiveDataOrigin (we supply the data). noDA is allowed only without a
- * PIN: a PIN-protected object must count towards dictionary-attack lockout.
+ * The object attributes of the sealed object we create: fixedTPM,
+ * fixedParent and adminWithPolicy; never userWithAuth (only the policy
+ * authorizes use), never sensitiveDataOrigin (we supply the data). noDA is
+ * allowed only without a PIN: a PIN-protected object must count towards
+ * dictionary-attack lockout. adminWithPolicy (set since December 2026) puts
+ * the ADMIN role (ObjectChangeAuth, Certify of the object) under the policy
+ * too, which names no admin command, so the PIN cannot be tried through
+ * those commands outside the PCR policy; tokens sealed before lack it and
+ * stay valid.
  */
 #define TG_SEALED_ATTRIBUTES_REQUIRED (TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT)
+#define TG_SEALED_ATTRIBUTES_OPTIONAL (TPMA_OBJECT_ADMINWITHPOLICY)
 #define TG_SEALED_ATTRIBUTES_NO_PIN_OPTIONAL (TPMA_OBJECT_NODA)
 
 typedef struct tg_token {

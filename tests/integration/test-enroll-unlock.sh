@@ -274,6 +274,41 @@ PY
         recovery_opens "$WORK/disk.img"
 }
 
+# The PIN opens nothing outside the PCR policy: with the policy broken (PCR 7
+# extended), the sealed object is loaded directly (tpm2-tools, no tpmguard)
+# and its ADMIN role asked to change its authValue with the right PIN's
+# authValue. Before adminWithPolicy (red-team finding) the TPM answered that
+# with success, a PIN oracle in any boot state (DA-bounded); now the ADMIN
+# role needs the policy too, which names no admin command.
+test_case pin_untestable_outside_the_policy
+pin_untestable_outside_the_policy() {
+        setup_enrolled
+        expect_exit 0 token_open <"$WORK/pin"
+        local t="env TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI"
+        $t tpm2_pcrextend 7:sha256=0000000000000000000000000000000000000000000000000000000000000001
+        cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/token.json"
+        /usr/bin/python3 - "$WORK" <<'PY'
+import base64, hashlib, json, struct, sys
+w = sys.argv[1]
+t = json.load(open(w + "/token.json"))
+b = base64.b64decode(t["blob"])
+n = struct.unpack(">H", b[:2])[0]
+open(w + "/seal.priv", "wb").write(b[:2 + n])
+open(w + "/seal.pub", "wb").write(b[2 + n:])
+k = t["pin_kdf"]
+auth = hashlib.pbkdf2_hmac("sha256", b"1234", base64.b64decode(k["salt"]), k["iterations"], 32)
+open(w + "/auth.hex", "w").write(auth.hex())
+PY
+        $t tpm2_load -C 0x81000001 -u "$WORK/seal.pub" -r "$WORK/seal.priv" -c "$WORK/seal.ctx" >/dev/null
+        if $t tpm2_changeauth -c "$WORK/seal.ctx" -C 0x81000001 -p "hex:$(cat "$WORK/auth.hex")" \
+                -r "$WORK/new.priv" newauth >/dev/null 2>&1; then
+                echo "# the right PIN's authValue changed the object's auth outside the PCR policy" >&2
+                return 1
+        fi
+        $t tpm2_flushcontext -t >/dev/null 2>&1 || true
+        recovery_opens "$WORK/disk.img"
+}
+
 test_case validate_rejects_malformed_import
 validate_rejects_malformed_import() {
         setup_enrolled

@@ -371,6 +371,7 @@ enum blob_edit {
         EDIT_ADD_NODA,
         EDIT_DROP_FIXEDTPM,
         EDIT_ADD_ADMINWITHPOLICY,
+        EDIT_ADD_DECRYPT,
         EDIT_UNIQUE_SIZE,
         EDIT_AUTH_POLICY,
 };
@@ -396,6 +397,7 @@ static char *blob_edited(enum blob_edit edit) {
         case EDIT_ADD_NODA:                p->objectAttributes |= TPMA_OBJECT_NODA; break;
         case EDIT_DROP_FIXEDTPM:           p->objectAttributes &= ~TPMA_OBJECT_FIXEDTPM; break;
         case EDIT_ADD_ADMINWITHPOLICY:     p->objectAttributes |= TPMA_OBJECT_ADMINWITHPOLICY; break;
+        case EDIT_ADD_DECRYPT:             p->objectAttributes |= TPMA_OBJECT_DECRYPT; break;
         case EDIT_UNIQUE_SIZE:             p->unique.keyedHash.size = 20; break;
         case EDIT_AUTH_POLICY:             p->authPolicy.buffer[31] ^= 0x80; break;
         default: break;
@@ -449,7 +451,7 @@ static void test_reject_blob_content(void **state) {
         expect_blob_reject(EDIT_ADD_SENSITIVEDATAORIGIN, "sensitiveDataOrigin");
         expect_blob_reject(EDIT_ADD_NODA, "noDA");
         expect_blob_reject(EDIT_DROP_FIXEDTPM, "fixedTPM");
-        expect_blob_reject(EDIT_ADD_ADMINWITHPOLICY, "never sets");
+        expect_blob_reject(EDIT_ADD_DECRYPT, "never sets");
         expect_blob_reject(EDIT_UNIQUE_SIZE, "unique");
         expect_blob_reject(EDIT_AUTH_POLICY, "blob policy does not match policy_hash");
 
@@ -458,6 +460,11 @@ static void test_reject_blob_content(void **state) {
         _cleanup_free_ char *json = token_with("blob", blob);
         tg_token t;
         assert_int_equal(tg_token_from_string(json, &t), 0);
+        /* adminWithPolicy: set by tpmguard since December 2026; the tokens sealed before lack it. */
+        _cleanup_free_ char *admin_blob = blob_edited(EDIT_ADD_ADMINWITHPOLICY);
+        _cleanup_free_ char *admin_json = token_with("blob", admin_blob);
+        assert_int_equal(tg_token_from_string(admin_json, &t), 0);
+        assert_true(t.public_blob.publicArea.objectAttributes & TPMA_OBJECT_ADMINWITHPOLICY);
 }
 
 /* pin false: pin_kdf must be absent, and then noDA is acceptable. */
