@@ -126,7 +126,8 @@ static int load_certs(const char *path, STACK_OF(X509) *out) {
         size_t size = 0;
         int n = 0, r;
 
-        r = tg_read_file(path, 1024 * 1024, &buf, &size);
+        /* A trust anchor: root-only, as tpmguard.conf and the pin are (tg_check_trusted). */
+        r = tg_read_trusted_file(path, "CA certificate file", 1024 * 1024, &buf, &size);
         if (r < 0)
                 return log_error_rc(-TG_ERR_EK_CERT, "Cannot read the CA certificate file %s (%s).", path,
                                     tg_err_str(r));

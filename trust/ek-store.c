@@ -138,7 +138,7 @@ int tg_ek_manifest_load(const char *path, tg_ek_manifest **ret) {
         size_t size = 0;
         int r;
 
-        r = tg_read_file(path, EK_STORE_FILE_MAX, &buf, &size);
+        r = tg_read_trusted_file(path, "EK CA manifest", EK_STORE_FILE_MAX, &buf, &size);
         if (r == -TG_ERR_NOT_FOUND)
                 return r;
         if (r < 0)
@@ -199,7 +199,7 @@ int tg_ek_fingerprints_load(tg_ek_fingerprints *set, const char *path) {
         size_t size = 0;
         int r;
 
-        r = tg_read_file(path, EK_STORE_FILE_MAX, &buf, &size);
+        r = tg_read_trusted_file(path, "distrust list", EK_STORE_FILE_MAX, &buf, &size);
         if (r == -TG_ERR_NOT_FOUND)
                 return 0;
         if (r < 0)

@@ -160,6 +160,23 @@ ek_ca_from_another_manufacturer() {
         test ! -e "$WORK/state/ek-signing-key.json"
 }
 
+# The manufacturer CA store is a trust anchor: a CA file others can write is
+# refused as tpmguard.conf and the pin are (red-team finding: it was read
+# like any file), with the file named; root-only again, it is used.
+test_case ek_ca_writable_by_others_refused
+ek_ca_writable_by_others_refused() {
+        tpm_setup
+        mkdir -m 755 "$WORK/ca"
+        cp "$TPMGUARD_TEST_CA_BUNDLE" "$WORK/ca/bundle.pem"
+        chmod 666 "$WORK/ca/bundle.pem"
+        expect_exit 8 "$TPMGUARD" provision --ek-ca "$WORK/ca/bundle.pem"
+        expect_in "$WORK/ca/bundle.pem" "$ERR"
+        expect_in "writable" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+        chmod 644 "$WORK/ca/bundle.pem"
+        expect_exit 0 "$TPMGUARD" provision --ek-ca "$WORK/ca/bundle.pem"
+}
+
 test_case ek_ca_missing_intermediate
 ek_ca_missing_intermediate() {
         tpm_setup
