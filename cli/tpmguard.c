@@ -908,23 +908,30 @@ static int cmd_seal(const cli *c, tg_config *config) {
  * (tg_str_sanitize), so that an edited header cannot clear the screen or forge a line of the report.
  * (The JSON forms escape control characters themselves.)
  */
-typedef struct report_buffer {
-        FILE *f;
-        char *text;
-        size_t size;
-} report_buffer;
+static int print_report(void (*print)(void *what, FILE *f), void *what) {
+        char *text = NULL;
+        size_t size = 0;
+        FILE *f = open_memstream(&text, &size);
 
-static int report_begin(report_buffer *b) {
-        *b = (report_buffer) {};
-        b->f = open_memstream(&b->text, &b->size);
-        return b->f ? 0 : log_error_rc(-TG_ERR_NOMEM, "Out of memory.");
+        if (!f)
+                return log_error_rc(-TG_ERR_NOMEM, "Out of memory.");
+        print(what, f);
+        if (fclose(f) == 0 && text)
+                fputs(tg_str_sanitize(text), stdout);
+        free(text);
+        return 0;
 }
 
-static void report_end(report_buffer *b) {
-        if (fclose(b->f) == 0 && b->text)
-                fputs(tg_str_sanitize(b->text), stdout);
-        free(b->text);
-        *b = (report_buffer) {};
+static void print_doctor(void *report, FILE *f) {
+        tg_doctor_report_print(report, f);
+}
+
+static void print_status(void *status, FILE *f) {
+        tg_status_print(status, f);
+}
+
+static void print_audit(void *audit, FILE *f) {
+        tg_audit_print(audit, f);
 }
 
 static int cmd_doctor(const cli *c, tg_config *config) {
@@ -956,13 +963,9 @@ static int cmd_doctor(const cli *c, tg_config *config) {
                                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
         } else {
-                report_buffer b;
-
-                r = report_begin(&b);
+                r = print_report(print_doctor, report);
                 if (r < 0)
                         return r;
-                tg_doctor_report_print(report, b.f);
-                report_end(&b);
         }
         return tg_doctor_report_worst(report);
 }
@@ -1300,13 +1303,9 @@ static int cmd_status(const cli *c, tg_config *config) {
                 json_printed = true;
         }
         else {
-                report_buffer b;
-
-                r = report_begin(&b);
+                r = print_report(print_status, status);
                 if (r < 0)
                         return r;
-                tg_status_print(status, b.f);
-                report_end(&b);
         }
         return 0;
 }
@@ -1329,13 +1328,9 @@ static int cmd_audit(const cli *c, tg_config *config) {
                                                                        JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
         } else {
-                report_buffer b;
-
-                r = report_begin(&b);
+                r = print_report(print_audit, audit);
                 if (r < 0)
                         return r;
-                tg_audit_print(audit, b.f);
-                report_end(&b);
         }
         /* Exposed outranks a volume that could not be read: both are in the output. */
         return tg_audit_exposed(audit) ? -TG_ERR_EXPOSED : volume_error;
