@@ -904,9 +904,10 @@ static int cmd_seal(const cli *c, tg_config *config) {
 
 /*
  * The human-readable reports quote the LUKS2 header (a peer token's PCR bank or clevis pin, token
- * types): they are written to memory first and printed with every terminal control replaced
- * (tg_str_sanitize), so that an edited header cannot clear the screen or forge a line of the report.
- * (The JSON forms escape control characters themselves.)
+ * types): the status and audit models have every string made one line without terminal controls
+ * (tg_json_sanitize_strings), and the text of every report is written to memory first and printed
+ * with every remaining terminal control replaced (tg_str_sanitize), so that an edited header can
+ * neither clear the screen nor forge a line of the report.
  */
 static int print_report(void (*print)(void *what, FILE *f), void *what) {
         char *text = NULL;
@@ -916,7 +917,11 @@ static int print_report(void (*print)(void *what, FILE *f), void *what) {
         if (!f)
                 return log_error_rc(-TG_ERR_NOMEM, "Out of memory.");
         print(what, f);
-        if (fclose(f) == 0 && text)
+        if (fclose(f) != 0) {
+                free(text);
+                return log_error_rc(-TG_ERR_NOMEM, "The report could not be written.");
+        }
+        if (text)
                 fputs(tg_str_sanitize(text), stdout);
         free(text);
         return 0;
@@ -957,6 +962,9 @@ static int cmd_doctor(const cli *c, tg_config *config) {
         if (c->json) {
                 _cleanup_(json_object_putp) json_object *j = NULL;
                 r = tg_doctor_report_to_json(report, &j);
+                if (r < 0)
+                        return r;
+                r = tg_json_sanitize_strings(j);
                 if (r < 0)
                         return r;
                 printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
@@ -1298,6 +1306,10 @@ static int cmd_status(const cli *c, tg_config *config) {
         r = tg_status(config, c->args[0], &status);
         if (r < 0)
                 return r;
+        /* The model quotes the header: one line per field, no terminal control, in both forms. */
+        r = tg_json_sanitize_strings(status);
+        if (r < 0)
+                return r;
         if (c->json) {
                 printf("%s\n", json_object_to_json_string_ext(status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
@@ -1323,6 +1335,9 @@ static int cmd_audit(const cli *c, tg_config *config) {
         r = tg_audit(config, c->args, (size_t) c->n_args, &audit, &volume_error);
         if (r < 0)
                 return log_error_rc(r, "The audit could not finish: %s.", tg_err_str(r));
+        r = tg_json_sanitize_strings(audit);
+        if (r < 0)
+                return r;
         if (c->json) {
                 printf("%s\n", json_object_to_json_string_ext(audit, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
                                                                        JSON_C_TO_STRING_NOSLASHESCAPE));

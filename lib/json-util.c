@@ -193,3 +193,43 @@ int tg_json_read_volumes_file(const char *path, const char *what, size_t max_siz
         *ret = TAKE_PTR(root);
         return 0;
 }
+
+int tg_json_sanitize_strings(json_object *o) {
+        int r;
+
+        switch (json_object_get_type(o)) {
+        case json_type_object: {
+                json_object_object_foreach(o, key, v) {
+                        (void) key;
+                        r = tg_json_sanitize_strings(v);
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        }
+        case json_type_array:
+                for (size_t i = 0; i < json_object_array_length(o); i++) {
+                        r = tg_json_sanitize_strings(json_object_array_get_idx(o, i));
+                        if (r < 0)
+                                return r;
+                }
+                return 0;
+        case json_type_string: {
+                const char *s = json_object_get_string(o);
+                char *copy;
+
+                if (strcspn(s, "\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f\x10\x11\x12\x13\x14\x15"
+                               "\x16\x17\x18\x19\x1a\x1b\x1c\x1d\x1e\x1f\x7f\xc2") == strlen(s))
+                        return 0;
+                copy = strdup(s);
+                if (!copy)
+                        return -TG_ERR_NOMEM;
+                tg_str_sanitize_line(copy);
+                r = json_object_set_string(o, copy) ? 0 : -TG_ERR_NOMEM;
+                free(copy);
+                return r;
+        }
+        default:
+                return 0;
+        }
+}

@@ -58,3 +58,11 @@ int tg_json_read_object(const char *path, size_t max_size, json_object **ret, ch
  * naming WHAT and the path otherwise.
  */
 int tg_json_read_volumes_file(const char *path, const char *what, size_t max_size, int64_t version, json_object **ret);
+
+/*
+ * Every string value in o, at any depth, through tg_str_sanitize_line(): for a
+ * report model (status, audit) that quotes the LUKS2 header, before it is
+ * printed as text or as JSON (json-c escapes only bytes below 0x20). Returns 0
+ * or -TG_ERR_NOMEM.
+ */
+int tg_json_sanitize_strings(json_object *o);

@@ -59,8 +59,8 @@ int tg_log_internal(int level, int rc, const char *func, const char *format, ...
         va_start(ap, format);
         vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
-        /* Messages quote header fields and TPM answers: no terminal control gets through. */
-        tg_str_sanitize(buf);
+        /* Messages quote header fields and TPM answers: no terminal control, no line of their own. */
+        tg_str_sanitize_line(buf);
         log_dispatch(level, func, buf);
         return rc;
 }
@@ -72,7 +72,7 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) {
         va_start(ap, format);
         vsnprintf(buf, sizeof buf, format, ap);
         va_end(ap);
-        tg_str_sanitize(buf);
+        tg_str_sanitize_line(buf);
 
         log_dispatch(LOG_ALERT, func, buf);
         if (!log_journal)

@@ -33,5 +33,7 @@ int tg_write_file_atomic(const char *path, const void *data, size_t size, unsign
  * print a "verified" of its own. Returns s.
  */
 char *tg_str_sanitize(char *s);
+/* The same for text that must stay one line (a log message, a field of a report): newlines too. */
+char *tg_str_sanitize_line(char *s);
 /* asprintf that leaves *ret NULL on failure and returns 0 or -TG_ERR_NOMEM. */
 int tg_asprintf(char **ret, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <tss2/tss2_rc.h>
@@ -143,8 +145,14 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
                         log_warning("No kernel null_name: nothing authenticates the TPM's answer that it has no "
                                     "EK certificate, so an interposer present now could hide one to have its own "
                                     "key pinned. Use --trust-on-first-use here only for a TPM known to have no EK "
-                                    "certificate (docs/hardware.md) on a bus you trust now; a kernel with "
-                                    "CONFIG_TCG_TPM2_HMAC=y lets tpmguard check that answer.");
+                                    "certificate (docs/hardware.md) on a bus you trust now.");
+                else if (tofu)
+                        /* The kernel's null_name names whatever answered the kernel at boot: an interposer
+                         * there since boot holds that key too (red-team review). */
+                        log_warning("The TPM's answer that it has no EK certificate was checked against the "
+                                    "NULL key the kernel saw at boot: an interposer that came later cannot forge "
+                                    "it, one present since boot can. Use --trust-on-first-use only for a TPM "
+                                    "known to have no EK certificate (docs/hardware.md).");
                 if (present)
                         log_info("This TPM has an EK certificate in NV: the EK signing key is proven against it, "
                                  "and --trust-on-first-use is not used.");
@@ -299,15 +307,18 @@ static void provision_persist(tg_verified_tpm *v, const tg_provision_options *op
         pinned->persistent_handle = TG_EK_SIGNING_HANDLE;
 }
 
-/* Step 4: the persisted key and the lockout hierarchy, over a verification with the key just pinned in dir. */
-static int provision_lockout(const tg_config *config, const tg_provision_options *options, const char *dir,
-                             tg_pinned_key *pinned, tg_lockout_result *ret) {
+/*
+ * Step 4: the persisted key and the lockout hierarchy, over a verification with the key just
+ * pinned in pin_dir; the lockout password goes to dir.
+ */
+static int provision_lockout(const tg_config *config, const tg_provision_options *options, const char *pin_dir,
+                             const char *dir, tg_pinned_key *pinned, tg_lockout_result *ret) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         tg_config c = *config;
         TPM2B_NAME kernel_name;
         int r;
 
-        c.state_dir = (char *) dir;
+        c.state_dir = (char *) pin_dir;
         /*
          * Without a kernel null_name the NULL key is certified by the key pinned a moment
          * ago, on this install-time machine: as trustworthy as the pin itself, so
@@ -320,62 +331,69 @@ static int provision_lockout(const tg_config *config, const tg_provision_options
                 return r;
         provision_persist(v, options, pinned);
         if (pinned->persistent_handle != 0) {
-                r = tg_pinned_key_save(dir, pinned);
+                r = tg_pinned_key_save(pin_dir, pinned);
                 if (r < 0)
                         return r;
         }
         return tg_lockout_setup(v, config, dir, options->lockout_auth, ret);
 }
 
+static void remove_pin_dir(char *pin_dir) {
+        _cleanup_free_ char *path = NULL;
+
+        if (tg_asprintf(&path, "%s/%s", pin_dir, TG_PINNED_FILE_NAME) >= 0)
+                (void) unlink(path);
+        if (rmdir(pin_dir) < 0 && errno != ENOENT)
+                log_warning("Could not remove %s: %m.", pin_dir);
+}
+
 int tg_provision(const tg_config *config, const tg_provision_options *options, tg_pinned_key *ret_pinned,
                  tg_lockout_result *ret_lockout) {
         const char *dir = options->output_dir ?: config->state_dir;
-        _cleanup_free_ uint8_t *previous = NULL;
-        _cleanup_free_ char *path = NULL;
+        _cleanup_free_ char *tofu_dir = NULL;
         tg_pinned_key pinned = {};
         tg_lockout_result lockout = {};
-        size_t previous_size = 0;
         int r;
 
         r = provision_key(config, options, &pinned);
         tg_progress_done();
         if (r < 0)
                 return r;
-        if (tg_asprintf(&path, "%s/%s", dir, TG_PINNED_FILE_NAME) < 0)
-                return -TG_ERR_NOMEM;
         if (pinned.tofu) {
-                /* Kept, so that an unproven pin taken back below restores the one it replaced. */
-                r = tg_read_file(path, 1 << 20, &previous, &previous_size);
-                if (r < 0 && r != -TG_ERR_NOT_FOUND)
-                        return log_error_rc(r, "Cannot read the current pin %s; nothing was pinned.", path);
+                /*
+                 * Nothing proves an unproven key: it is pinned only once the verification made with it
+                 * and the lockout step have passed. Until then it lives in a private directory beside
+                 * state_dir, so that whatever ends this run early (an interposer alert, a dropped
+                 * connection, a forged error) leaves the pin that was there, untouched, or none.
+                 */
+                if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+                        return log_error_rc(-TG_ERR_IO, "Cannot create %s: %m", dir);
+                if (tg_asprintf(&tofu_dir, "%s/.tofu-pin.XXXXXX", dir) < 0)
+                        return -TG_ERR_NOMEM;
+                if (!mkdtemp(tofu_dir))
+                        return log_error_rc(-TG_ERR_IO, "Cannot create a directory in %s: %m", dir);
         }
-        r = tg_pinned_key_save(dir, &pinned);
-        if (r < 0)
+        r = tg_pinned_key_save(tofu_dir ?: dir, &pinned);
+        if (r < 0) {
+                if (tofu_dir)
+                        remove_pin_dir(tofu_dir);
                 return r;
-        if (ret_pinned)
+        }
+        if (ret_pinned && !tofu_dir)
                 *ret_pinned = pinned;
 
         tg_progress("Provisioning: the lockout hierarchy and the dictionary-attack parameters...");
-        r = provision_lockout(config, options, dir, &pinned, &lockout);
+        r = provision_lockout(config, options, tofu_dir ?: dir, dir, &pinned, &lockout);
         tg_progress_done();
-        if (r == -TG_ERR_INTERPOSER && pinned.tofu) {
-                /*
-                 * Nothing proved the key pinned unproven a moment ago; an interposer caught in the
-                 * same run may have answered for it (the lockout step's verification is the first
-                 * to check the pin). The pin is taken back: the one it replaced returns, or none.
-                 */
-                int q = previous ? tg_write_file_atomic(path, previous, previous_size, 0644)
-                                 : (unlink(path) < 0 && errno != ENOENT ? -TG_ERR_IO : 0);
-
-                if (ret_pinned)
-                        *ret_pinned = (tg_pinned_key) {};
-                if (q < 0)
-                        return log_alert_rc(r, "An interposer was detected after the trust-on-first-use pin was "
-                                            "saved, and %s could not be taken back: delete it, then provision "
-                                            "again on a TPM bus you trust.", path);
-                return log_alert_rc(r, "An interposer was detected after the trust-on-first-use pin was saved: "
-                                    "the pin was taken back (%s), as the key may be the interposer's. Provision "
-                                    "again on a TPM bus you trust.", previous ? "the previous pin restored" : "none kept");
+        if (tofu_dir) {
+                if (r >= 0)
+                        r = tg_pinned_key_save(dir, &pinned);
+                remove_pin_dir(tofu_dir);
+                if (r < 0)
+                        return log_error_rc(r, "The trust-on-first-use pin was not kept: the verification with it "
+                                            "or the lockout step failed (above), and nothing proves whose key it "
+                                            "was. The previous pin, if any, is unchanged. Provision again on a TPM "
+                                            "bus you trust.");
         }
         if (ret_pinned)
                 *ret_pinned = pinned;

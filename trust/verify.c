@@ -454,7 +454,9 @@ static int pinned_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_han
                                             "provision' persisted it (evicted, or an interposer says so). Without "
                                             "the kernel's null_name, tpmguard does not send the endorsement password "
                                             "to re-create it before the TPM is verified. Run 'tpmguard provision' "
-                                            "again to persist the key; until then unlock with the recovery "
+                                            "again to persist the key, on a TPM bus you trust (provisioning sends "
+                                            "that authorization before it can verify anything) or under a kernel "
+                                            "that exports null_name; until then unlock with the recovery "
                                             "passphrase.", pinned->persistent_handle);
 
                 r = start_salted_session(v, TPM2_SE_HMAC, &endorsement.tr);

@@ -77,6 +77,8 @@ CONF
 
 tpm_teardown() {
         [ -n "$WORK" ] || return 0
+        # A case that failed half-way leaves its interposer running: stopped here.
+        [ -f "$WORK/tpmguard.conf" ] && interposer_stop >/dev/null 2>&1
         [ -d "$WORK/tpm" ] && "$FIXTURE" stop "$WORK/tpm" >/dev/null 2>&1
         for d in "$WORK"/tpm2 "$WORK"/other; do
                 [ -d "$d" ] && "$FIXTURE" stop "$d" >/dev/null 2>&1
@@ -328,6 +330,8 @@ interposer_stop() {
         pid=$(cat "$WORK/proxy.pid")
         kill "$pid" 2>/dev/null
         for _ in $(seq 1 600); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+        ! kill -0 "$pid" 2>/dev/null || kill -9 "$pid" 2>/dev/null
+        rm -f "$WORK/proxy.pid"
         sed -i "s|^tcti = .*|tcti = $TPMGUARD_TEST_TCTI|" "$WORK/tpmguard.conf"
 }
 

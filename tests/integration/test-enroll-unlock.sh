@@ -271,6 +271,23 @@ PY
                         return 1
                 fi
         done
+        # A peer token whose type forges a line of audit's report (a newline, then
+        # a verdict), and a C1 control (CSI) for the JSON form: neither gets through.
+        printf '{"type":"x\\ntoken 9 tpmguard (keyslot 0): not exposed\\u009b2J","keyslots":[]}' >"$WORK/peer.json"
+        cryptsetup token import --json-file "$WORK/peer.json" --token-id 9 "$WORK/disk.img"
+        "$TPMGUARD" audit "$WORK/disk.img" >"$WORK/audit.out" 2>&1 || true
+        "$TPMGUARD" audit --json "$WORK/disk.img" >"$WORK/audit.json" 2>&1 || true
+        "$TPMGUARD" status "$WORK/disk.img" >"$WORK/status.out" 2>&1 || true
+        if grep -q "^ *token 9 tpmguard" "$WORK/audit.out" "$WORK/status.out"; then
+                echo "# a header newline forged a line:" >&2
+                grep -n "token 9" "$WORK/audit.out" "$WORK/status.out" >&2
+                return 1
+        fi
+        if grep -q $'\xc2\x9b' "$WORK/audit.out" "$WORK/audit.json" "$WORK/status.out"; then
+                echo "# a C1 control reached the output" >&2
+                return 1
+        fi
+        grep -q "token 9" "$WORK/audit.out" || { echo "# audit does not list the peer token" >&2; cat "$WORK/audit.out" >&2; return 1; }
         recovery_opens "$WORK/disk.img"
 }
 
@@ -298,13 +315,28 @@ open(w + "/seal.pub", "wb").write(b[2 + n:])
 k = t["pin_kdf"]
 auth = hashlib.pbkdf2_hmac("sha256", b"1234", base64.b64decode(k["salt"]), k["iterations"], 32)
 open(w + "/auth.hex", "w").write(auth.hex())
+open(w + "/policy.bin", "wb").write(bytes.fromhex(t["policy_hash"]))
 PY
         $t tpm2_load -C 0x81000001 -u "$WORK/seal.pub" -r "$WORK/seal.priv" -c "$WORK/seal.ctx" >/dev/null
         if $t tpm2_changeauth -c "$WORK/seal.ctx" -C 0x81000001 -p "hex:$(cat "$WORK/auth.hex")" \
-                -r "$WORK/new.priv" newauth >/dev/null 2>&1; then
+                -r "$WORK/new.priv" newauth >/dev/null 2>"$WORK/changeauth.err"; then
                 echo "# the right PIN's authValue changed the object's auth outside the PCR policy" >&2
                 return 1
         fi
+        # Refused for the role, not for anything else: TPM_RC_AUTH_TYPE (0x124), the
+        # ADMIN role of an adminWithPolicy object takes a policy session only.
+        grep -q "(0x124)" "$WORK/changeauth.err" ||
+                { echo "# ObjectChangeAuth failed otherwise:" >&2; cat "$WORK/changeauth.err" >&2; return 1; }
+        $t tpm2_flushcontext -t >/dev/null 2>&1 || true
+        # The control: the same policy and authValue on an object without
+        # adminWithPolicy (as tpmguard sealed before) answers the same request.
+        head -c 32 /dev/urandom >"$WORK/ctl.secret"
+        $t tpm2_create -C 0x81000001 -g sha256 -i "$WORK/ctl.secret" -L "$WORK/policy.bin" -a "fixedtpm|fixedparent" \
+                -p "hex:$(cat "$WORK/auth.hex")" -u "$WORK/ctl.pub" -r "$WORK/ctl.priv" >/dev/null
+        $t tpm2_load -C 0x81000001 -u "$WORK/ctl.pub" -r "$WORK/ctl.priv" -c "$WORK/ctl.ctx" >/dev/null
+        $t tpm2_changeauth -c "$WORK/ctl.ctx" -C 0x81000001 -p "hex:$(cat "$WORK/auth.hex")" \
+                -r "$WORK/ctl.new.priv" newauth >/dev/null ||
+                { echo "# the control object (no adminWithPolicy) was refused too: the test proves nothing" >&2; return 1; }
         $t tpm2_flushcontext -t >/dev/null 2>&1 || true
         recovery_opens "$WORK/disk.img"
 }

@@ -42,6 +42,9 @@ tofu_pins_says_so_and_unlocks() {
         expect_exit 0 "$TPMGUARD" provision --trust-on-first-use
         expect_in "TRUST ON FIRST USE" "$ERR"
         expect_in "nothing proves" "$ERR"
+        # The kernel's null_name authenticates "no certificate" only against an
+        # interposer that came after boot, and the warning says so.
+        expect_in "one present since boot can" "$ERR"
         expect_in "Provisioned ON TRUST" "$OUT"
         grep -q '"ek_trust": "trust-on-first-use"' "$WORK/state/ek-signing-key.json" ||
                 { echo "# the pin does not record TOFU" >&2; cat "$WORK/state/ek-signing-key.json" >&2; return 1; }
@@ -162,11 +165,10 @@ PY
 # as an audit session: hiding the certificates alone is refused there too (an
 # interposer would have to substitute the NULL key first and forge the
 # response HMAC). Where the TPM really has no certificate, TOFU goes ahead and
-# says that the answer could not be checked. An interposer that substitutes
-# keys during a TOFU provisioning is caught later in the same run (the
-# lockout step's verification is the first to check the new pin): the
-# unproven pin is then taken back, and the pin it replaced returns byte for
-# byte.
+# says that the answer could not be checked. An unproven pin is kept only
+# once the verification made with it and the lockout step pass: whatever
+# ends the run before (an interposer caught there, a dropped connection)
+# leaves the previous pin byte for byte, or none.
 test_case tofu_without_null_name
 tofu_without_null_name() {
         tpm_setup
@@ -189,19 +191,28 @@ tofu_without_null_name() {
 
         proxy_start substitute
         expect_exit 3 "$TPMGUARD" provision --trust-on-first-use
-        expect_in "taken back" "$ERR"
-        expect_in "previous pin restored" "$ERR"
+        expect_in "was not kept" "$ERR"
         proxy_stop
         cmp "$WORK/state/ek-signing-key.json" "$WORK/pin.before"
         expect_exit 0 "$TPMGUARD" verify
 
-        # With no earlier pin, none is left.
+        # An interposer that expects to be caught ends the run another way: it
+        # closes the connection at the lockout step's CreatePrimary (a TPM that
+        # stopped answering, exit 6). The previous pin is untouched all the same.
+        interposer_start --mode substitute,drop --drop CreatePrimary:3 --drop-action close \
+                --record "$WORK/capture.jsonl"
+        expect_exit 6 "$TPMGUARD" provision --trust-on-first-use
+        expect_in "was not kept" "$ERR"
+        proxy_stop
+        cmp "$WORK/state/ek-signing-key.json" "$WORK/pin.before"
+
+        # With no earlier pin, none is left; no temporary pin either.
         rm -rf "${WORK:?}/state"/*
         proxy_start substitute
         expect_exit 3 "$TPMGUARD" provision --trust-on-first-use
-        expect_in "none kept" "$ERR"
         proxy_stop
         [ ! -e "$WORK/state/ek-signing-key.json" ] || { echo "# the unproven pin was kept" >&2; return 1; }
+        [ -z "$(ls -A "$WORK/state" | grep tofu)" ] || { echo "# a temporary pin was left" >&2; return 1; }
 }
 
 run_cases

@@ -84,6 +84,18 @@ static void test_str_sanitize(void **state) {
         assert_string_equal(tg_str_sanitize(a), "?[2J?[HTPM verified.\tok\n???31m\xc3\xa9?");
         assert_string_equal(tg_str_sanitize(none), "sha256");
         assert_null(tg_str_sanitize(NULL));
+        {
+                char line[] = "x\ntoken 9: not exposed\t\xc2\x9b";
+                assert_string_equal(tg_str_sanitize_line(line), "x?token 9: not exposed\t??");
+        }
+        {
+                _cleanup_(json_object_putp) json_object *o =
+                        json_tokener_parse("{\"a\":[\"ok\",\"x\\ny\\u009b\"],\"b\":{\"c\":\"\\u001b[2J\"},\"n\":1}");
+                assert_non_null(o);
+                assert_int_equal(tg_json_sanitize_strings(o), 0);
+                assert_string_equal(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+                                    "{\"a\":[\"ok\",\"x?y??\"],\"b\":{\"c\":\"?[2J\"},\"n\":1}");
+        }
 }
 
 int main(void) {
