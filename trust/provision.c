@@ -379,8 +379,6 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
                         remove_pin_dir(tofu_dir);
                 return r;
         }
-        if (ret_pinned && !tofu_dir)
-                *ret_pinned = pinned;
 
         tg_progress("Provisioning: the lockout hierarchy and the dictionary-attack parameters...");
         r = provision_lockout(config, options, tofu_dir ?: dir, dir, &pinned, &lockout);
