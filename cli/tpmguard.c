@@ -29,6 +29,7 @@
 #include "qr.h"
 #include "seal.h"
 #include "token.h"
+#include "sanitize.h"
 #include "secret.h"
 #include "status.h"
 #include "tpmguard-config.h"

@@ -8,6 +8,7 @@
 #include "error.h"
 #include "json-util.h"
 #include "log.h"
+#include "sanitize.h"
 #include "util.h"
 
 _printf_(3, 4) static int problem_set(char *problem, size_t problem_size, const char *fmt, ...) {

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "log.h"
-#include "util.h"
+#include "sanitize.h"
 
 /* 7c1b2e0a-6f3d-4c1e-9a57-3b8f1d2c4e90: a TPM verification failed */
 #define TPMGUARD_ALERT_MESSAGE_ID "7c1b2e0a6f3d4c1e9a573b8f1d2c4e90"

@@ -24,16 +24,5 @@ int tg_check_trusted(int fd, const char *path, const char *what);
 int tg_read_trusted_file(const char *path, const char *what, size_t max_size, uint8_t **ret, size_t *ret_size);
 /* Writes data to path atomically: temporary file in the same directory, fsync, rename, fsync dir. */
 int tg_write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
-/*
- * Replaces, in place, every byte a terminal acts on by '?': C0 controls other
- * than tab and newline, DEL, and the C1 controls in their UTF-8 form (U+0080
- * to U+009F, which some terminals take as CSI and the like). Text read from a
- * LUKS2 header or the TPM goes through it before a log line or a report is
- * written, so that an edited token cannot clear the operator's screen or
- * print a "verified" of its own. Returns s.
- */
-char *tg_str_sanitize(char *s);
-/* The same for text that must stay one line (a log message, a field of a report): newlines too. */
-char *tg_str_sanitize_line(char *s);
 /* asprintf that leaves *ret NULL on failure and returns 0 or -TG_ERR_NOMEM. */
 int tg_asprintf(char **ret, const char *format, ...) __attribute__((format(printf, 2, 3)));

@@ -11,6 +11,7 @@
 
 #include "error.h"
 #include "json-util.h"
+#include "sanitize.h"
 #include "util.h"
 
 static int parse(const char *text, size_t size, char *problem) {
