@@ -17,7 +17,6 @@ static uint64_t fault_points_passed;
 static uint64_t fault_inject_at;      /* 0: never */
 static uint64_t fault_signal_at;      /* 0: never */
 static int fault_trace = -1;          /* -1: environment not read yet */
-static TSS2_TCTI_RECEIVE_FCN tcti_receive_original;
 
 static void fault_read_environment(void) {
         const char *at, *trace, *sig;
@@ -58,24 +57,5 @@ void tg_fault_point(const char *name) {
                 (void) !write(STDERR_FILENO, line, (size_t) n);
         /* Like a crash or power loss: no atexit handlers, no flushing, no TPM cleanup. */
         _exit(TG_FAULT_EXIT_CODE);
-}
-
-static TSS2_RC fault_tcti_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *response, int32_t timeout) {
-        TSS2_RC rc = tcti_receive_original(tcti, size, response, timeout);
-
-        /* A call with response == NULL only asks for the size; the command completes on the second call. */
-        if (rc == TSS2_RC_SUCCESS && response)
-                tg_fault_point("tpm-command");
-        return rc;
-}
-
-void tg_fault_tcti_hook(TSS2_TCTI_CONTEXT *tcti) {
-        TSS2_TCTI_CONTEXT_COMMON_V1 *common = (TSS2_TCTI_CONTEXT_COMMON_V1 *) tcti;
-
-        if (!tcti || common->receive == fault_tcti_receive)
-                return;
-        /* Every context from Tss2_TctiLdr_Initialize has the same loader receive function. */
-        tcti_receive_original = common->receive;
-        common->receive = fault_tcti_receive;
 }
 #endif

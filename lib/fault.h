@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #pragma once
 
-#include <tss2/tss2_tcti.h>
-
 #include "tpmguard-config.h"
 
 /*
@@ -21,20 +19,15 @@
  * happens), printing "fault-injection: exit at point N (NAME)" to stderr;
  * TPMGUARD_FAULT_TRACE=1 prints every point it passes;
  * TPMGUARD_FAULT_SIGNAL_AT=N raises SIGINT at the Nth point (like ^C then). In a production build
- * tg_fault_point() and tg_fault_tcti_hook() are empty inline functions, no
- * hook exists, and neither variable is ever read.
+ * tg_fault_point() and tg_fault_tcti_hook() (trust/tcti.h) are empty
+ * inline functions, no hook exists, and neither variable is ever read.
  */
 #define TG_FAULT_EXIT_CODE 99
 
 #if TPMGUARD_FAULT_INJECTION
 void tg_fault_point(const char *name);
-/* Counts every TPM response received through tcti as a fault point "tpm-command". */
-void tg_fault_tcti_hook(TSS2_TCTI_CONTEXT *tcti);
 #else
 static inline void tg_fault_point(const char *name) {
         (void) name;
-}
-static inline void tg_fault_tcti_hook(TSS2_TCTI_CONTEXT *tcti) {
-        (void) tcti;
 }
 #endif

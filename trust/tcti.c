@@ -5,8 +5,10 @@
 #include <string.h>
 #include <tss2/tss2_tpm2_types.h>
 
+#include "fault.h"
 #include "log.h"
 #include "tcti.h"
+#include "tpmguard-config.h"
 
 /* "tgTCTI\0\1": tells our wrapper from any other TCTI context. */
 #define TG_TCTI_MAGIC UINT64_C(0x7467544354490001)
@@ -208,3 +210,27 @@ void tg_tcti_wipe_last_response(TSS2_TCTI_CONTEXT *tcti) {
          */
         explicit_bzero(t->last_response, t->last_response_size);
 }
+
+#if TPMGUARD_FAULT_INJECTION
+/* Test builds only (lib/fault.h): every TPM response is a fault point. */
+static TSS2_TCTI_RECEIVE_FCN tcti_receive_original;
+
+static TSS2_RC fault_tcti_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *response, int32_t timeout) {
+        TSS2_RC rc = tcti_receive_original(tcti, size, response, timeout);
+
+        /* A call with response == NULL only asks for the size; the command completes on the second call. */
+        if (rc == TSS2_RC_SUCCESS && response)
+                tg_fault_point("tpm-command");
+        return rc;
+}
+
+void tg_fault_tcti_hook(TSS2_TCTI_CONTEXT *tcti) {
+        TSS2_TCTI_CONTEXT_COMMON_V1 *common = (TSS2_TCTI_CONTEXT_COMMON_V1 *) tcti;
+
+        if (!tcti || common->receive == fault_tcti_receive)
+                return;
+        /* Every context from Tss2_TctiLdr_Initialize has the same loader receive function. */
+        tcti_receive_original = common->receive;
+        common->receive = fault_tcti_receive;
+}
+#endif

@@ -6,6 +6,7 @@
 #include <tss2/tss2_tcti.h>
 
 #include "error.h"
+#include "tpmguard-config.h"
 
 /*
  * tpmguard's own TCTI layer: every byte between ESAPI and the transport that
@@ -48,3 +49,16 @@ int tg_tpm_response_framing_check(uint32_t cc, const uint8_t *response, size_t s
 int tg_tpm_response_tag_check(uint16_t command_tag, const uint8_t *response, size_t size);
 /* How many handles a successful response to cc carries in its handle area (TPM 2.0 Part 3). */
 unsigned tg_tpm_response_handle_count(uint32_t cc);
+
+/*
+ * Test-only (meson -Dfault_injection=true, lib/fault.h): counts every TPM
+ * response received through tcti as a fault point "tpm-command". An empty
+ * inline function in a production build.
+ */
+#if TPMGUARD_FAULT_INJECTION
+void tg_fault_tcti_hook(TSS2_TCTI_CONTEXT *tcti);
+#else
+static inline void tg_fault_tcti_hook(TSS2_TCTI_CONTEXT *tcti) {
+        (void) tcti;
+}
+#endif

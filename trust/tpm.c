@@ -13,7 +13,6 @@
 
 #include "error.h"
 #include "config.h"
-#include "fault.h"
 #include "log.h"
 #include "secret.h"
 #include "tcti.h"
