@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <systemd/sd-id128.h>
 
-#include "anchor.h"
+#include "boot-anchor.h"
 #include "error.h"
 #include "json-util.h"
 #include "log.h"

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <tss2/tss2_esys.h>
 
-#include "anchor.h"
+#include "boot-anchor.h"
 #include "config.h"
 #include "macro.h"
 #include "secret.h"
