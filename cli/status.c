@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "da.h"
 #include "error.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -47,7 +48,6 @@ json_object *tg_status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
         tg_pinned_key pinned;
         TPM2B_NAME kernel_name;
         tg_da_state da;
-        tg_lockout_state lockout = {};
         _cleanup_secret_ tg_secret *held = NULL;
         int r, da_r = -TG_ERR_TPM_UNREACHABLE;
 
@@ -69,11 +69,11 @@ json_object *tg_status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
         json_object_object_add(o, "anchor", json_object_new_string(tg_anchor_kind_to_string(report.anchor)));
         json_object_object_add(o, "anchor_detects", json_object_new_string(tg_anchor_detects(report.anchor)));
 
-        /* The DA state is no secret: read it over the verified TPM, or else directly. */
+        /* The DA state is no secret: read it over the verified TPM, or else directly (one GetCapability). */
         if (*ret_v)
-                da_r = tg_tpm_da_state(tg_vtpm_esys(*ret_v), &da);
+                da_r = tg_da_read(tg_vtpm_esys(*ret_v), ESYS_TR_NONE, &da);
         else if (tg_tpm_open_config(config, &tpm) >= 0)
-                da_r = tg_tpm_da_state(tpm->esys, &da);
+                da_r = tg_da_read(tpm->esys, ESYS_TR_NONE, &da);
         if (da_r >= 0 && (da_json = json_object_new_object())) {
                 json_object_object_add(da_json, "in_lockout", json_object_new_boolean(da.in_lockout));
                 json_object_object_add(da_json, "failures", json_object_new_int64(da.failures));
@@ -81,12 +81,9 @@ json_object *tg_status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
                 json_object_object_add(da_json, "recovery_seconds", json_object_new_int64(da.recovery_seconds));
                 json_object_object_add(da_json, "lockout_recovery_seconds", json_object_new_int64(da.lockout_recovery_seconds));
                 /* Who can reset the counter: nobody without the password, unless it is empty. */
-                if (tg_lockout_read_state(*ret_v ? tg_vtpm_esys(*ret_v) : tpm->esys, ESYS_TR_NONE, &lockout) >= 0) {
-                        json_object_object_add(da_json, "lockout_auth_set",
-                                               json_object_new_boolean(lockout.lockout_auth_set));
-                        json_object_object_add(da_json, "weaker_than_configured",
-                                               json_object_new_boolean(tg_lockout_params_weaker(&lockout, config)));
-                }
+                json_object_object_add(da_json, "lockout_auth_set", json_object_new_boolean(da.lockout_auth_set));
+                json_object_object_add(da_json, "weaker_than_configured",
+                                       json_object_new_boolean(tg_lockout_params_weaker(&da, config)));
                 json_object_object_add(da_json, "lockout_auth_held",
                                        json_object_new_boolean(tg_lockout_auth_load(config->state_dir, &held) >= 0));
         }

@@ -15,6 +15,7 @@
 #include "audit.h"
 #include "binding.h"
 #include "config.h"
+#include "da.h"
 #include "doctor.h"
 #include "error.h"
 #include "json-util.h"
@@ -284,7 +285,7 @@ static const char *lockout_ownership_string(tg_lockout_ownership o) {
         return "unknown";
 }
 
-static json_object *lockout_state_json(const tg_lockout_state *st) {
+static json_object *lockout_state_json(const tg_da_state *st) {
         json_object *o = json_object_new_object();
 
         if (!o)
@@ -292,9 +293,9 @@ static json_object *lockout_state_json(const tg_lockout_state *st) {
         json_object_object_add(o, "lockout_auth_set", json_object_new_boolean(st->lockout_auth_set));
         json_object_object_add(o, "in_lockout", json_object_new_boolean(st->in_lockout));
         json_object_object_add(o, "failures", json_object_new_int64(st->failures));
-        json_object_object_add(o, "max_tries", json_object_new_int64(st->max_tries));
-        json_object_object_add(o, "recovery_time", json_object_new_int64(st->recovery_time));
-        json_object_object_add(o, "lockout_recovery", json_object_new_int64(st->lockout_recovery));
+        json_object_object_add(o, "max_tries", json_object_new_int64(st->max_failures));
+        json_object_object_add(o, "recovery_time", json_object_new_int64(st->recovery_seconds));
+        json_object_object_add(o, "lockout_recovery", json_object_new_int64(st->lockout_recovery_seconds));
         return o;
 }
 
@@ -329,8 +330,8 @@ static int lockout_result_print(const tg_lockout_result *res, const char *state_
         }
         if (res->params_set)
                 printf("  DA parameters: lockout after %u failures, one forgiven every %u s, %u s after a wrong "
-                       "lockout password\n", res->state.max_tries, res->state.recovery_time,
-                       res->state.lockout_recovery);
+                       "lockout password\n", res->state.max_failures, res->state.recovery_seconds,
+                       res->state.lockout_recovery_seconds);
         return 0;
 }
 
@@ -498,7 +499,7 @@ static int cmd_lockout(const cli *c, tg_config *config) {
 static int cmd_lockout_reset(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
-        tg_lockout_state st;
+        tg_da_state st;
         int r;
 
         r = read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
@@ -521,7 +522,7 @@ static int cmd_lockout_reset(const cli *c, tg_config *config) {
                                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
                 json_printed = true;
         } else
-                printf("DA counter reset: %u of %u failures, %s.\n", st.failures, st.max_tries,
+                printf("DA counter reset: %u of %u failures, %s.\n", st.failures, st.max_failures,
                        st.in_lockout ? "still in lockout" : "not in lockout");
         return 0;
 }
