@@ -404,7 +404,7 @@ static int cmd_provision(const cli *c, tg_config *config) {
                                        json_object_new_string(c->output_dir ?: config->state_dir));
                 /* No password here: JSON ends up in logs. 'tpmguard lockout export' prints it. */
                 json_object_object_add(o_json, "lockout", lockout_result_json(&lockout));
-                printf("%s\n", json_object_to_json_string_ext(o_json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+                tg_json_print(stdout, o_json);
                 json_printed = true;
         } else if (pinned.tofu) {
                 printf("Provisioned ON TRUST: EK signing key %s\n"
@@ -487,8 +487,7 @@ static int cmd_lockout(const cli *c, tg_config *config) {
                 _cleanup_(json_object_putp) json_object *o = lockout_result_json(&res);
                 if (!o)
                         return -TG_ERR_NOMEM;
-                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+                tg_json_print(stdout, o);
                 json_printed = true;
                 return 0;
         }
@@ -518,8 +517,7 @@ static int cmd_lockout_reset(const cli *c, tg_config *config) {
                 _cleanup_(json_object_putp) json_object *o = lockout_state_json(&st);
                 if (!o)
                         return -TG_ERR_NOMEM;
-                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+                tg_json_print(stdout, o);
                 json_printed = true;
         } else
                 printf("DA counter reset: %u of %u failures, %s.\n", st.failures, st.max_failures,
@@ -595,7 +593,7 @@ static int cmd_verify(const cli *c, tg_config *config) {
         json = verify_report_json(config, &report, r);
         if (!json)
                 return -TG_ERR_NOMEM;
-        text = json_object_to_json_string_ext(json, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+        text = tg_json_pretty(json);
         if (c->record) {
                 q = record_verify_result(config, text);
                 if (q < 0 && r >= 0) {
@@ -968,8 +966,7 @@ static int cmd_doctor(const cli *c, tg_config *config) {
                 r = tg_json_sanitize_strings(j);
                 if (r < 0)
                         return r;
-                printf("%s\n", json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                      JSON_C_TO_STRING_NOSLASHESCAPE));
+                tg_json_print(stdout, j);
                 json_printed = true;
         } else {
                 r = print_report(print_doctor, report);
@@ -1312,7 +1309,7 @@ static int cmd_status(const cli *c, tg_config *config) {
         if (r < 0)
                 return r;
         if (c->json) {
-                printf("%s\n", json_object_to_json_string_ext(status, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+                tg_json_print(stdout, status);
                 json_printed = true;
         }
         else {
@@ -1340,8 +1337,7 @@ static int cmd_audit(const cli *c, tg_config *config) {
         if (r < 0)
                 return r;
         if (c->json) {
-                printf("%s\n", json_object_to_json_string_ext(audit, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                                       JSON_C_TO_STRING_NOSLASHESCAPE));
+                tg_json_print(stdout, audit);
                 json_printed = true;
         } else {
                 r = print_report(print_audit, audit);
@@ -1452,8 +1448,7 @@ static void json_failure(const char *command, int r) {
         json_object_object_add(o, "error", json_object_new_string(tg_err_id(r)));
         json_object_object_add(o, "message", json_object_new_string(tg_err_str(r)));
         json_object_object_add(o, "exit_code", json_object_new_int(tg_err_exit_code(r)));
-        printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
-                                                              JSON_C_TO_STRING_NOSLASHESCAPE));
+        tg_json_print(stdout, o);
 }
 
 static int parse_number(const char *option, const char *s, int max, int *ret) {
