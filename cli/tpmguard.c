@@ -12,6 +12,7 @@
 #include <getopt.h>
 #include <json-c/json.h>
 #include <libcryptsetup.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,52 +43,74 @@ enum {
         _OPT_MAX,
 };
 
+/*
+ * How an option is stored: most set their field of struct cli (a flag, a
+ * string, a keyslot or token number 0..31), so a new option is one row
+ * here and its field; the few that do something else are main's switch.
+ */
+typedef enum option_kind {
+        OPTION_SPECIAL,     /* main's switch */
+        OPTION_FLAG,        /* bool field = true */
+        OPTION_STRING,      /* const char * field = the argument */
+        OPTION_SLOT,        /* int field = the argument, a number 0..31 */
+} option_kind;
+
+/* offsetof(cli, f), refused at build time unless f has the type T. */
+#define CLI_FIELD(f, T) __builtin_choose_expr(__builtin_types_compatible_p(__typeof__(((cli *) 0)->f), T), \
+                                              offsetof(cli, f), (void) 0)
+#define FLAG(f) OPTION_FLAG, CLI_FIELD(f, bool)
+#define STRING(f) OPTION_STRING, CLI_FIELD(f, const char *)
+#define SLOT(f) OPTION_SLOT, CLI_FIELD(f, int)
+#define SPECIAL OPTION_SPECIAL, 0
+
 static const struct option_doc {
         const char *name;   /* long name */
         char short_name;    /* or 0 */
         const char *arg;    /* NULL: a flag */
         const char *text;
+        option_kind kind;
+        size_t field;       /* offsetof(cli, ...) unless OPTION_SPECIAL */
 } option_docs[_OPT_MAX] = {
-        [OPT_CONFIG]           = { "config", 'c', "FILE", "Configuration file (default " TPMGUARD_CONFIG_PATH ")" },
-        [OPT_TCTI]             = { "tcti", 0, "TCTI", "TPM transport, overrides the configuration" },
-        [OPT_NULL_NAME]        = { "null-name", 0, "FILE", "Read the kernel's null_name from FILE" },
-        [OPT_JSON]             = { "json", 0, NULL, "Machine-readable output (also on failure)" },
-        [OPT_VERBOSE]          = { "verbose", 'v', NULL, "More messages (repeat for debug)" },
-        [OPT_QUIET]            = { "quiet", 'q', NULL, "Errors only" },
-        [OPT_HELP]             = { "help", 'h', NULL, "This help, or the command's" },
-        [OPT_VERSION]          = { "version", 'V', NULL, "Version" },
-        [OPT_RECORD]           = { "record", 0, NULL, "Also write the result to cache_dir/boot-verify.json" },
-        [OPT_EK_CERT]          = { "ek-cert", 0, "FILE", "EK certificate (default: read from TPM NV)" },
-        [OPT_EK_CA]            = { "ek-ca", 0, "FILE|DIR", "Manufacturer CA store (default: ek_ca setting)" },
-        [OPT_EK_INTERMEDIATES] = { "ek-intermediates", 0, "FILE", "Extra untrusted intermediate certificates" },
-        [OPT_OUTPUT]           = { "output", 0, "DIR", "Where to pin the key (default: state_dir)" },
-        [OPT_EAUTH]            = { "endorsement-auth-file", 0, "F", "Endorsement hierarchy password ('-' = stdin)" },
-        [OPT_OWNER_AUTH]       = { "owner-auth-file", 0, "F", "Owner hierarchy password ('-' = stdin)" },
-        [OPT_PIN_FILE]         = { "pin-file", 0, "F", "Read the PIN from F ('-' = stdin) instead of the terminal" },
-        [OPT_NO_PIN]           = { "no-pin", 0, NULL, "No PIN: anyone who boots this machine unlocks the volume" },
-        [OPT_UNLOCK_KEY_FILE]  = { "unlock-key-file", 0, "F", "An existing passphrase or key file of the volume" },
-        [OPT_SECRET_FILE]      = { "secret-file", 0, "F", "The keyslot secret to seal, byte for byte ('-' = stdin)" },
-        [OPT_PCRS]             = { "pcrs", 0, "LIST", "PCRs to seal to, e.g. 7 or 0,2,7 (default: pcrs setting)" },
-        [OPT_PCR_BANK]         = { "pcr-bank", 0, "BANK", "sha256 (default: pcr_bank setting), sha1, sha384, sha512" },
-        [OPT_PCR]              = { "pcr", 0, "N=BANK:HEX", "Seal to this value instead of the current one (repeatable)" },
+        [OPT_CONFIG]           = { "config", 'c', "FILE", "Configuration file (default " TPMGUARD_CONFIG_PATH ")", STRING(config_path) },
+        [OPT_TCTI]             = { "tcti", 0, "TCTI", "TPM transport, overrides the configuration", STRING(tcti) },
+        [OPT_NULL_NAME]        = { "null-name", 0, "FILE", "Read the kernel's null_name from FILE", STRING(null_name) },
+        [OPT_JSON]             = { "json", 0, NULL, "Machine-readable output (also on failure)", FLAG(json) },
+        [OPT_VERBOSE]          = { "verbose", 'v', NULL, "More messages (repeat for debug)", SPECIAL },
+        [OPT_QUIET]            = { "quiet", 'q', NULL, "Errors only", SPECIAL },
+        [OPT_HELP]             = { "help", 'h', NULL, "This help, or the command's", SPECIAL },
+        [OPT_VERSION]          = { "version", 'V', NULL, "Version", SPECIAL },
+        [OPT_RECORD]           = { "record", 0, NULL, "Also write the result to cache_dir/boot-verify.json", FLAG(record) },
+        [OPT_EK_CERT]          = { "ek-cert", 0, "FILE", "EK certificate (default: read from TPM NV)", STRING(ek_cert) },
+        [OPT_EK_CA]            = { "ek-ca", 0, "FILE|DIR", "Manufacturer CA store (default: ek_ca setting)", STRING(ek_ca) },
+        [OPT_EK_INTERMEDIATES] = { "ek-intermediates", 0, "FILE", "Extra untrusted intermediate certificates", STRING(ek_intermediates) },
+        [OPT_OUTPUT]           = { "output", 0, "DIR", "Where to pin the key (default: state_dir)", STRING(output_dir) },
+        [OPT_EAUTH]            = { "endorsement-auth-file", 0, "F", "Endorsement hierarchy password ('-' = stdin)", STRING(endorsement_auth_file) },
+        [OPT_OWNER_AUTH]       = { "owner-auth-file", 0, "F", "Owner hierarchy password ('-' = stdin)", STRING(owner_auth_file) },
+        [OPT_PIN_FILE]         = { "pin-file", 0, "F", "Read the PIN from F ('-' = stdin) instead of the terminal", STRING(pin_file) },
+        [OPT_NO_PIN]           = { "no-pin", 0, NULL, "No PIN: anyone who boots this machine unlocks the volume", FLAG(no_pin) },
+        [OPT_UNLOCK_KEY_FILE]  = { "unlock-key-file", 0, "F", "An existing passphrase or key file of the volume", STRING(unlock_key_file) },
+        [OPT_SECRET_FILE]      = { "secret-file", 0, "F", "The keyslot secret to seal, byte for byte ('-' = stdin)", STRING(secret_file) },
+        [OPT_PCRS]             = { "pcrs", 0, "LIST", "PCRs to seal to, e.g. 7 or 0,2,7 (default: pcrs setting)", STRING(pcrs) },
+        [OPT_PCR_BANK]         = { "pcr-bank", 0, "BANK", "sha256 (default: pcr_bank setting), sha1, sha384, sha512", STRING(pcr_bank) },
+        [OPT_PCR]              = { "pcr", 0, "N=BANK:HEX", "Seal to this value instead of the current one (repeatable)", SPECIAL },
         [OPT_KEY_SLOT]         = { "key-slot", 0, "N", "enroll: keyslot for the new secret (default: first free); "
-                                                       "passwd: the passphrase keyslot to change" },
-        [OPT_INITRD]           = { "initrd", 0, "FILE", "The initrd to inspect (default /boot/initrd.img-$(uname -r))" },
-        [OPT_CRYPTTAB]         = { "crypttab", 0, "FILE", "Where to find volumes when none is given (default /etc/crypttab)" },
-        [OPT_TOKEN]            = { "token", 0, "N", "The tpmguard token (needed when there are several)" },
-        [OPT_NEW_PIN_FILE]     = { "new-pin-file", 0, "F", "Read the new PIN from F ('-' = stdin)" },
+                                                       "passwd: the passphrase keyslot to change", SLOT(keyslot) },
+        [OPT_INITRD]           = { "initrd", 0, "FILE", "The initrd to inspect (default /boot/initrd.img-$(uname -r))", STRING(initrd) },
+        [OPT_CRYPTTAB]         = { "crypttab", 0, "FILE", "Where to find volumes when none is given (default /etc/crypttab)", STRING(crypttab) },
+        [OPT_TOKEN]            = { "token", 0, "N", "The tpmguard token (needed when there are several)", SLOT(token) },
+        [OPT_NEW_PIN_FILE]     = { "new-pin-file", 0, "F", "Read the new PIN from F ('-' = stdin)", STRING(new_pin_file) },
         [OPT_ALLOW_UNEXTENDED] = { "allow-unextended-pcrs", 0, NULL,
-                                   "Seal to PCRs that were never extended (all zeros or ones)" },
-        [OPT_REPLACE]          = { "replace", 0, "SLOT", "Destroy this keyslot once the new key is proven and shown" },
-        [OPT_NEW_PASSPHRASE_FILE] = { "new-passphrase-file", 0, "F", "Read the new passphrase from F's first line ('-' = stdin)" },
-        [OPT_ITER_TIME]        = { "iter-time", 0, "MS", "argon2id time for the new keyslot (default 2000, cryptsetup's)" },
+                                   "Seal to PCRs that were never extended (all zeros or ones)", FLAG(allow_unextended) },
+        [OPT_REPLACE]          = { "replace", 0, "SLOT", "Destroy this keyslot once the new key is proven and shown", SLOT(replace) },
+        [OPT_NEW_PASSPHRASE_FILE] = { "new-passphrase-file", 0, "F", "Read the new passphrase from F's first line ('-' = stdin)", STRING(new_passphrase_file) },
+        [OPT_ITER_TIME]        = { "iter-time", 0, "MS", "argon2id time for the new keyslot (default 2000, cryptsetup's)", SPECIAL },
         [OPT_ACCEPT_TOKEN_POLICY] = { "accept-token-policy", 0, NULL,
-                                      "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)" },
-        [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)" },
-        [OPT_KEEP_OLD]         = { "keep-old", 0, NULL, "Keep the old token and its keyslot (they stay exposed)" },
-        [OPT_OLD_PIN_FILE]     = { "old-pin-file", 0, "F", "The old token's PIN, to prove its keyslot ('-' = stdin)" },
+                                      "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)", FLAG(accept_token_policy) },
+        [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)", STRING(lockout_auth_file) },
+        [OPT_KEEP_OLD]         = { "keep-old", 0, NULL, "Keep the old token and its keyslot (they stay exposed)", FLAG(keep_old) },
+        [OPT_OLD_PIN_FILE]     = { "old-pin-file", 0, "F", "The old token's PIN, to prove its keyslot ('-' = stdin)", STRING(old_pin_file) },
         [OPT_TOFU]             = { "trust-on-first-use", 0, NULL,
-                                   "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)" },
+                                   "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)", FLAG(trust_on_first_use) },
 };
 
 /* Options every command takes. */
@@ -388,6 +411,7 @@ int main(int argc, char *argv[]) {
 
         opterr = 0;
         while ((opt = getopt_long(argc, argv, shorts, options, NULL)) >= 0) {
+                char *field;
                 int id = -1;
 
                 if (opt == '?' || opt == ':') {
@@ -405,49 +429,25 @@ int main(int argc, char *argv[]) {
                                         id = k;
                 assert(id >= 0 && id < _OPT_MAX);
                 given |= 1ull << id;
+                field = (char *) &c + option_docs[id].field;
+                switch (option_docs[id].kind) {
+                case OPTION_FLAG: *(bool *) field = true; continue;
+                case OPTION_STRING: *(const char **) field = optarg; continue;
+                case OPTION_SLOT:
+                        if (parse_number(option_docs[id].name, optarg, 31, (int *) field) < 0)
+                                return tg_err_exit_code(-TG_ERR_INVALID);
+                        continue;
+                case OPTION_SPECIAL: break;
+                }
                 switch (id) {
-                case OPT_CONFIG: c.config_path = optarg; break;
-                case OPT_TCTI: c.tcti = optarg; break;
-                case OPT_NULL_NAME: c.null_name = optarg; break;
-                case OPT_JSON: c.json = true; break;
                 case OPT_VERBOSE: tg_log_set_max_level(tg_log_get_max_level() >= LOG_INFO ? LOG_DEBUG : LOG_INFO); break;
                 case OPT_QUIET: tg_log_set_max_level(LOG_ERR); break;
                 case OPT_HELP: want_help = true; break;
                 case OPT_VERSION: printf("tpmguard %s\n", TPMGUARD_VERSION); return 0;
-                case OPT_RECORD: c.record = true; break;
-                case OPT_TOFU: c.trust_on_first_use = true; break;
-                case OPT_EK_CERT: c.ek_cert = optarg; break;
-                case OPT_EK_CA: c.ek_ca = optarg; break;
-                case OPT_EK_INTERMEDIATES: c.ek_intermediates = optarg; break;
-                case OPT_OUTPUT: c.output_dir = optarg; break;
-                case OPT_EAUTH: c.endorsement_auth_file = optarg; break;
-                case OPT_OWNER_AUTH: c.owner_auth_file = optarg; break;
-                case OPT_PIN_FILE: c.pin_file = optarg; break;
-                case OPT_NO_PIN: c.no_pin = true; break;
-                case OPT_UNLOCK_KEY_FILE: c.unlock_key_file = optarg; break;
-                case OPT_SECRET_FILE: c.secret_file = optarg; break;
-                case OPT_PCRS: c.pcrs = optarg; break;
-                case OPT_PCR_BANK: c.pcr_bank = optarg; break;
                 case OPT_PCR:
                         if (c.n_pcr_values >= TG_PCR_COUNT)
                                 return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "Too many --pcr options."));
                         c.pcr_values[c.n_pcr_values++] = optarg;
-                        break;
-                case OPT_INITRD: c.initrd = optarg; break;
-                case OPT_CRYPTTAB: c.crypttab = optarg; break;
-                case OPT_KEY_SLOT:
-                        if (parse_number("key-slot", optarg, 31, &c.keyslot) < 0)
-                                return tg_err_exit_code(-TG_ERR_INVALID);
-                        break;
-                case OPT_TOKEN:
-                        if (parse_number("token", optarg, 31, &c.token) < 0)
-                                return tg_err_exit_code(-TG_ERR_INVALID);
-                        break;
-                case OPT_NEW_PIN_FILE: c.new_pin_file = optarg; break;
-                case OPT_NEW_PASSPHRASE_FILE: c.new_passphrase_file = optarg; break;
-                case OPT_REPLACE:
-                        if (parse_number("replace", optarg, 31, &c.replace) < 0)
-                                return tg_err_exit_code(-TG_ERR_INVALID);
                         break;
                 case OPT_ITER_TIME: {
                         int ms;
@@ -456,11 +456,6 @@ int main(int argc, char *argv[]) {
                         c.iter_time = (uint32_t) ms;
                         break;
                 }
-                case OPT_ACCEPT_TOKEN_POLICY: c.accept_token_policy = true; break;
-                case OPT_LOCKOUT_AUTH: c.lockout_auth_file = optarg; break;
-                case OPT_ALLOW_UNEXTENDED: c.allow_unextended = true; break;
-                case OPT_KEEP_OLD: c.keep_old = true; break;
-                case OPT_OLD_PIN_FILE: c.old_pin_file = optarg; break;
                 default: assert(false); return tg_err_exit_code(-TG_ERR_INVALID);
                 }
         }
