@@ -58,58 +58,58 @@ typedef enum option_kind {
 /* offsetof(cli, f), refused at build time unless f has the type T. */
 #define CLI_FIELD(f, T) __builtin_choose_expr(__builtin_types_compatible_p(__typeof__(((cli *) 0)->f), T), \
                                               offsetof(cli, f), (void) 0)
-#define FLAG(f) OPTION_FLAG, CLI_FIELD(f, bool)
-#define STRING(f) OPTION_STRING, CLI_FIELD(f, const char *)
-#define SLOT(f) OPTION_SLOT, CLI_FIELD(f, int)
-#define SPECIAL OPTION_SPECIAL, 0
+#define FLAG(f) CLI_FIELD(f, bool), OPTION_FLAG
+#define STRING(f) CLI_FIELD(f, const char *), OPTION_STRING
+#define SLOT(f) CLI_FIELD(f, int), OPTION_SLOT
+#define SPECIAL 0, OPTION_SPECIAL
 
 static const struct option_doc {
         const char *name;   /* long name */
-        char short_name;    /* or 0 */
         const char *arg;    /* NULL: a flag */
         const char *text;
-        option_kind kind;
         size_t field;       /* offsetof(cli, ...) unless OPTION_SPECIAL */
+        option_kind kind;
+        char short_name;    /* or 0 */
 } option_docs[_OPT_MAX] = {
-        [OPT_CONFIG]           = { "config", 'c', "FILE", "Configuration file (default " TPMGUARD_CONFIG_PATH ")", STRING(config_path) },
-        [OPT_TCTI]             = { "tcti", 0, "TCTI", "TPM transport, overrides the configuration", STRING(tcti) },
-        [OPT_NULL_NAME]        = { "null-name", 0, "FILE", "Read the kernel's null_name from FILE", STRING(null_name) },
-        [OPT_JSON]             = { "json", 0, NULL, "Machine-readable output (also on failure)", FLAG(json) },
-        [OPT_VERBOSE]          = { "verbose", 'v', NULL, "More messages (repeat for debug)", SPECIAL },
-        [OPT_QUIET]            = { "quiet", 'q', NULL, "Errors only", SPECIAL },
-        [OPT_HELP]             = { "help", 'h', NULL, "This help, or the command's", SPECIAL },
-        [OPT_VERSION]          = { "version", 'V', NULL, "Version", SPECIAL },
-        [OPT_RECORD]           = { "record", 0, NULL, "Also write the result to cache_dir/boot-verify.json", FLAG(record) },
-        [OPT_EK_CERT]          = { "ek-cert", 0, "FILE", "EK certificate (default: read from TPM NV)", STRING(ek_cert) },
-        [OPT_EK_CA]            = { "ek-ca", 0, "FILE|DIR", "Manufacturer CA store (default: ek_ca setting)", STRING(ek_ca) },
-        [OPT_EK_INTERMEDIATES] = { "ek-intermediates", 0, "FILE", "Extra untrusted intermediate certificates", STRING(ek_intermediates) },
-        [OPT_OUTPUT]           = { "output", 0, "DIR", "Where to pin the key (default: state_dir)", STRING(output_dir) },
-        [OPT_EAUTH]            = { "endorsement-auth-file", 0, "F", "Endorsement hierarchy password ('-' = stdin)", STRING(endorsement_auth_file) },
-        [OPT_OWNER_AUTH]       = { "owner-auth-file", 0, "F", "Owner hierarchy password ('-' = stdin)", STRING(owner_auth_file) },
-        [OPT_PIN_FILE]         = { "pin-file", 0, "F", "Read the PIN from F ('-' = stdin) instead of the terminal", STRING(pin_file) },
-        [OPT_NO_PIN]           = { "no-pin", 0, NULL, "No PIN: anyone who boots this machine unlocks the volume", FLAG(no_pin) },
-        [OPT_UNLOCK_KEY_FILE]  = { "unlock-key-file", 0, "F", "An existing passphrase or key file of the volume", STRING(unlock_key_file) },
-        [OPT_SECRET_FILE]      = { "secret-file", 0, "F", "The keyslot secret to seal, byte for byte ('-' = stdin)", STRING(secret_file) },
-        [OPT_PCRS]             = { "pcrs", 0, "LIST", "PCRs to seal to, e.g. 7 or 0,2,7 (default: pcrs setting)", STRING(pcrs) },
-        [OPT_PCR_BANK]         = { "pcr-bank", 0, "BANK", "sha256 (default: pcr_bank setting), sha1, sha384, sha512", STRING(pcr_bank) },
-        [OPT_PCR]              = { "pcr", 0, "N=BANK:HEX", "Seal to this value instead of the current one (repeatable)", SPECIAL },
-        [OPT_KEY_SLOT]         = { "key-slot", 0, "N", "enroll: keyslot for the new secret (default: first free); "
+        [OPT_CONFIG]           = { "config", "FILE", "Configuration file (default " TPMGUARD_CONFIG_PATH ")", STRING(config_path), .short_name = 'c' },
+        [OPT_TCTI]             = { "tcti", "TCTI", "TPM transport, overrides the configuration", STRING(tcti) },
+        [OPT_NULL_NAME]        = { "null-name", "FILE", "Read the kernel's null_name from FILE", STRING(null_name) },
+        [OPT_JSON]             = { "json", NULL, "Machine-readable output (also on failure)", FLAG(json) },
+        [OPT_VERBOSE]          = { "verbose", NULL, "More messages (repeat for debug)", SPECIAL, .short_name = 'v' },
+        [OPT_QUIET]            = { "quiet", NULL, "Errors only", SPECIAL, .short_name = 'q' },
+        [OPT_HELP]             = { "help", NULL, "This help, or the command's", SPECIAL, .short_name = 'h' },
+        [OPT_VERSION]          = { "version", NULL, "Version", SPECIAL, .short_name = 'V' },
+        [OPT_RECORD]           = { "record", NULL, "Also write the result to cache_dir/boot-verify.json", FLAG(record) },
+        [OPT_EK_CERT]          = { "ek-cert", "FILE", "EK certificate (default: read from TPM NV)", STRING(ek_cert) },
+        [OPT_EK_CA]            = { "ek-ca", "FILE|DIR", "Manufacturer CA store (default: ek_ca setting)", STRING(ek_ca) },
+        [OPT_EK_INTERMEDIATES] = { "ek-intermediates", "FILE", "Extra untrusted intermediate certificates", STRING(ek_intermediates) },
+        [OPT_OUTPUT]           = { "output", "DIR", "Where to pin the key (default: state_dir)", STRING(output_dir) },
+        [OPT_EAUTH]            = { "endorsement-auth-file", "F", "Endorsement hierarchy password ('-' = stdin)", STRING(endorsement_auth_file) },
+        [OPT_OWNER_AUTH]       = { "owner-auth-file", "F", "Owner hierarchy password ('-' = stdin)", STRING(owner_auth_file) },
+        [OPT_PIN_FILE]         = { "pin-file", "F", "Read the PIN from F ('-' = stdin) instead of the terminal", STRING(pin_file) },
+        [OPT_NO_PIN]           = { "no-pin", NULL, "No PIN: anyone who boots this machine unlocks the volume", FLAG(no_pin) },
+        [OPT_UNLOCK_KEY_FILE]  = { "unlock-key-file", "F", "An existing passphrase or key file of the volume", STRING(unlock_key_file) },
+        [OPT_SECRET_FILE]      = { "secret-file", "F", "The keyslot secret to seal, byte for byte ('-' = stdin)", STRING(secret_file) },
+        [OPT_PCRS]             = { "pcrs", "LIST", "PCRs to seal to, e.g. 7 or 0,2,7 (default: pcrs setting)", STRING(pcrs) },
+        [OPT_PCR_BANK]         = { "pcr-bank", "BANK", "sha256 (default: pcr_bank setting), sha1, sha384, sha512", STRING(pcr_bank) },
+        [OPT_PCR]              = { "pcr", "N=BANK:HEX", "Seal to this value instead of the current one (repeatable)", SPECIAL },
+        [OPT_KEY_SLOT]         = { "key-slot", "N", "enroll: keyslot for the new secret (default: first free); "
                                                        "passwd: the passphrase keyslot to change", SLOT(keyslot) },
-        [OPT_INITRD]           = { "initrd", 0, "FILE", "The initrd to inspect (default /boot/initrd.img-$(uname -r))", STRING(initrd) },
-        [OPT_CRYPTTAB]         = { "crypttab", 0, "FILE", "Where to find volumes when none is given (default /etc/crypttab)", STRING(crypttab) },
-        [OPT_TOKEN]            = { "token", 0, "N", "The tpmguard token (needed when there are several)", SLOT(token) },
-        [OPT_NEW_PIN_FILE]     = { "new-pin-file", 0, "F", "Read the new PIN from F ('-' = stdin)", STRING(new_pin_file) },
-        [OPT_ALLOW_UNEXTENDED] = { "allow-unextended-pcrs", 0, NULL,
+        [OPT_INITRD]           = { "initrd", "FILE", "The initrd to inspect (default /boot/initrd.img-$(uname -r))", STRING(initrd) },
+        [OPT_CRYPTTAB]         = { "crypttab", "FILE", "Where to find volumes when none is given (default /etc/crypttab)", STRING(crypttab) },
+        [OPT_TOKEN]            = { "token", "N", "The tpmguard token (needed when there are several)", SLOT(token) },
+        [OPT_NEW_PIN_FILE]     = { "new-pin-file", "F", "Read the new PIN from F ('-' = stdin)", STRING(new_pin_file) },
+        [OPT_ALLOW_UNEXTENDED] = { "allow-unextended-pcrs", NULL,
                                    "Seal to PCRs that were never extended (all zeros or ones)", FLAG(allow_unextended) },
-        [OPT_REPLACE]          = { "replace", 0, "SLOT", "Destroy this keyslot once the new key is proven and shown", SLOT(replace) },
-        [OPT_NEW_PASSPHRASE_FILE] = { "new-passphrase-file", 0, "F", "Read the new passphrase from F's first line ('-' = stdin)", STRING(new_passphrase_file) },
-        [OPT_ITER_TIME]        = { "iter-time", 0, "MS", "argon2id time for the new keyslot (default 2000, cryptsetup's)", SPECIAL },
-        [OPT_ACCEPT_TOKEN_POLICY] = { "accept-token-policy", 0, NULL,
+        [OPT_REPLACE]          = { "replace", "SLOT", "Destroy this keyslot once the new key is proven and shown", SLOT(replace) },
+        [OPT_NEW_PASSPHRASE_FILE] = { "new-passphrase-file", "F", "Read the new passphrase from F's first line ('-' = stdin)", STRING(new_passphrase_file) },
+        [OPT_ITER_TIME]        = { "iter-time", "MS", "argon2id time for the new keyslot (default 2000, cryptsetup's)", SPECIAL },
+        [OPT_ACCEPT_TOKEN_POLICY] = { "accept-token-policy", NULL,
                                       "Carry over a token policy weaker than tpmguard.conf (no PIN, fewer PCRs)", FLAG(accept_token_policy) },
-        [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", 0, "F", "Lockout hierarchy password set by another owner ('-' = stdin)", STRING(lockout_auth_file) },
-        [OPT_KEEP_OLD]         = { "keep-old", 0, NULL, "Keep the old token and its keyslot (they stay exposed)", FLAG(keep_old) },
-        [OPT_OLD_PIN_FILE]     = { "old-pin-file", 0, "F", "The old token's PIN, to prove its keyslot ('-' = stdin)", STRING(old_pin_file) },
-        [OPT_TOFU]             = { "trust-on-first-use", 0, NULL,
+        [OPT_LOCKOUT_AUTH]     = { "lockout-auth-file", "F", "Lockout hierarchy password set by another owner ('-' = stdin)", STRING(lockout_auth_file) },
+        [OPT_KEEP_OLD]         = { "keep-old", NULL, "Keep the old token and its keyslot (they stay exposed)", FLAG(keep_old) },
+        [OPT_OLD_PIN_FILE]     = { "old-pin-file", "F", "The old token's PIN, to prove its keyslot ('-' = stdin)", STRING(old_pin_file) },
+        [OPT_TOFU]             = { "trust-on-first-use", NULL,
                                    "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)", FLAG(trust_on_first_use) },
 };
 
