@@ -25,6 +25,7 @@
 #include <openssl/evp.h>
 #include <systemd/sd-device.h>
 
+#include "boot-anchor.h"
 #include "audit.h"
 #include "binding.h"
 #include "error.h"
@@ -78,7 +79,7 @@ typedef struct assessment {
         bool counts;            /* a secret-bearing token (labels and markers are not) */
 } assessment;
 
-/* The machine's facts the verdicts depend on, read back from tg_status_tpm()'s object. */
+/* The machine's facts the verdicts depend on, from tg_status_tpm(). */
 typedef struct facts {
         bool provisioned;
         bool verified;
@@ -119,20 +120,18 @@ static int jbool(json_object *o, const char *key) {
         return json_object_get_boolean(v);
 }
 
-static void facts_from_tpm(json_object *tpm, const tg_config *config, tg_verified_tpm *v, facts *f) {
-        json_object *da = NULL;
-
+static void facts_from_tpm(const tg_tpm_status *tpm, const tg_config *config, tg_verified_tpm *v, facts *f) {
         *f = (facts) { .lockout_auth_set = -1, .state_dir = config->state_dir };
-        f->provisioned = jbool(tpm, "provisioned") == 1;
+        f->provisioned = tpm->provisioned;
         f->v = v;
-        f->verification = json_str(tpm, "verification") ?: "unknown";
-        f->verified = strcmp(f->verification, "verified") == 0;
-        f->anchor = json_str(tpm, "anchor") ?: "none";
-        f->kernel_null_name = json_str(tpm, "kernel_null_name") ?: "absent";
-        f->policy = json_str(tpm, "kernel_null_name_policy") ?: "?";
-        if (json_object_object_get_ex(tpm, "dictionary_attack", &da) && da) {
-                f->lockout_auth_set = jbool(da, "lockout_auth_set");
-                f->da_weaker = jbool(da, "weaker_than_configured") == 1;
+        f->verification = tpm->verification >= 0 ? "verified" : tg_err_id(tpm->verification);
+        f->verified = tpm->verification >= 0;
+        f->anchor = tg_anchor_kind_to_string(tpm->anchor);
+        f->kernel_null_name = tpm->kernel_null_name_present ? "present" : "absent";
+        f->policy = tg_null_name_policy_to_string(tpm->kernel_null_name_policy);
+        if (tpm->da_known) {
+                f->lockout_auth_set = tpm->da.lockout_auth_set;
+                f->da_weaker = tpm->da_weaker_than_configured;
         }
 }
 
@@ -672,6 +671,7 @@ int tg_audit(const tg_config *config, char **devices, size_t n_devices, json_obj
         char **found = NULL;
         size_t n_found = 0;
         bool exposed = false;
+        tg_tpm_status tpm_status;
         facts f;
         int r = 0, first_error = 0;
 
@@ -679,14 +679,15 @@ int tg_audit(const tg_config *config, char **devices, size_t n_devices, json_obj
                 json_object_put(volumes);
                 return -TG_ERR_NOMEM;
         }
-        tpm = tg_status_tpm(config, &v);
+        tg_status_tpm(config, &tpm_status, &v);
+        tpm = tg_tpm_status_to_json(&tpm_status);
         if (!tpm) {
                 json_object_put(volumes);
                 return -TG_ERR_NOMEM;
         }
         json_object_object_add(o, "machine", tpm);
         json_object_object_add(o, "volumes", volumes);
-        facts_from_tpm(tpm, config, v, &f);
+        facts_from_tpm(&tpm_status, config, v, &f);
 
         if (n_devices == 0) {
                 r = enumerate_luks(&found, &n_found);

@@ -20,6 +20,7 @@
 
 #include "binding.h"
 #include "crypttab.h"
+#include "da.h"
 #include "doctor.h"
 #include "ek.h"
 #include "error.h"
@@ -383,7 +384,7 @@ static void check_da(doctor *d, tg_tpm *tpm) {
         int r;
 
         capture_begin(d);
-        r = tg_tpm_da_state(tpm->esys, &da);
+        r = tg_da_read(tpm->esys, ESYS_TR_NONE, &da);
         capture_end();
         if (r < 0) {
                 c = add_check(d, "da-lockout", NULL, TG_DOCTOR_PROBLEM, r,
@@ -422,13 +423,13 @@ static void check_da(doctor *d, tg_tpm *tpm) {
  */
 static void check_lockout(doctor *d, tg_tpm *tpm) {
         _cleanup_secret_ tg_secret *stored = NULL;
-        tg_lockout_state st;
+        tg_da_state st;
         tg_doctor_check *c;
         bool held;
         int r;
 
         capture_begin(d);
-        r = tg_lockout_read_state(tpm->esys, ESYS_TR_NONE, &st);
+        r = tg_da_read(tpm->esys, ESYS_TR_NONE, &st);
         capture_end();
         if (r < 0) {
                 c = add_check(d, "lockout", NULL, TG_DOCTOR_PROBLEM, r, "The TPM did not report its lockout state.");
@@ -461,8 +462,8 @@ static void check_lockout(doctor *d, tg_tpm *tpm) {
                 c = add_check(d, "da-parameters", NULL, TG_DOCTOR_PROBLEM, -TG_ERR_NOT_PROVISIONED,
                               "The TPM's DA parameters allow fast PIN guessing: %u tries, one forgiven every %u s%s, "
                               "%u s after a wrong lockout password (configured: %u, %u s, %u s).",
-                              st.max_tries, st.recovery_time, st.recovery_time == 0 ? " (DA protection off)" : "",
-                              st.lockout_recovery, d->config->da_max_tries, d->config->da_recovery_time,
+                              st.max_failures, st.recovery_seconds, st.recovery_seconds == 0 ? " (DA protection off)" : "",
+                              st.lockout_recovery_seconds, d->config->da_max_tries, d->config->da_recovery_time,
                               d->config->da_lockout_recovery);
                 if (!st.lockout_auth_set || held)
                         set_next(d, c, "Run 'tpmguard lockout setup'.");
@@ -472,7 +473,7 @@ static void check_lockout(doctor *d, tg_tpm *tpm) {
         } else
                 add_check(d, "da-parameters", NULL, TG_DOCTOR_OK, 0,
                           "DA parameters: lockout after %u failures, one forgiven every %u s, %u s after a wrong "
-                          "lockout password.", st.max_tries, st.recovery_time, st.lockout_recovery);
+                          "lockout password.", st.max_failures, st.recovery_seconds, st.lockout_recovery_seconds);
 }
 
 static void check_provisioning(doctor *d) {

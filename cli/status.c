@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "da.h"
 #include "error.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -40,55 +41,69 @@ static json_object *json_pcr_list(uint32_t mask) {
         return a;
 }
 
-json_object *tg_status_tpm(const tg_config *config, tg_verified_tpm **ret_v) {
-        json_object *o = json_object_new_object(), *da_json = NULL;
+void tg_status_tpm(const tg_config *config, tg_tpm_status *ret, tg_verified_tpm **ret_v) {
         _cleanup_tpm_ tg_tpm *tpm = NULL;
+        _cleanup_secret_ tg_secret *held = NULL;
+        tg_tpm_status st = { .kernel_null_name_policy = config->kernel_null_name };
         tg_verify_report report = {};
         tg_pinned_key pinned;
         TPM2B_NAME kernel_name;
-        tg_da_state da;
-        tg_lockout_state lockout = {};
-        _cleanup_secret_ tg_secret *held = NULL;
-        int r, da_r = -TG_ERR_TPM_UNREACHABLE;
+        int da_r = -TG_ERR_TPM_UNREACHABLE;
+
+        st.provisioned = tg_pinned_key_load(config->state_dir, &pinned) >= 0;
+        /* How the pin was made: a TOFU pin is named every time (issue 15 §3). */
+        st.ek_tofu = st.provisioned && pinned.tofu;
+        st.kernel_null_name_present = tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) >= 0;
+        st.verification = tg_verify(config, NULL, &report, ret_v);
+        if (st.verification > 0)
+                st.verification = 0;
+        st.anchor = report.anchor;
+
+        /* The DA state is no secret: read it over the verified TPM, or else directly (one GetCapability). */
+        if (*ret_v)
+                da_r = tg_da_read(tg_vtpm_esys(*ret_v), ESYS_TR_NONE, &st.da);
+        else if (tg_tpm_open_config(config, &tpm) >= 0)
+                da_r = tg_da_read(tpm->esys, ESYS_TR_NONE, &st.da);
+        if (da_r >= 0) {
+                st.da_known = true;
+                st.da_weaker_than_configured = tg_lockout_params_weaker(&st.da, config);
+                st.lockout_auth_held = tg_lockout_auth_load(config->state_dir, &held) >= 0;
+        }
+        *ret = st;
+}
+
+json_object *tg_tpm_status_to_json(const tg_tpm_status *s) {
+        json_object *o = json_object_new_object(), *da_json = NULL;
 
         if (!o)
                 return NULL;
-        r = tg_pinned_key_load(config->state_dir, &pinned);
-        json_object_object_add(o, "provisioned", json_object_new_boolean(r >= 0));
-        /* How the pin was made: a TOFU pin is named every time (issue 15 §3). */
-        if (r >= 0)
-                json_object_object_add(o, "ek_trust", json_object_new_string(tg_pinned_trust(&pinned)));
-        json_object_object_add(o, "kernel_null_name", json_object_new_string(
-                tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) >= 0 ? "present" : "absent"));
+        json_object_object_add(o, "provisioned", json_object_new_boolean(s->provisioned));
+        if (s->provisioned)
+                json_object_object_add(o, "ek_trust", json_object_new_string(s->ek_tofu ? TG_PINNED_TRUST_TOFU
+                                                                                        : TG_PINNED_TRUST_CERT));
+        json_object_object_add(o, "kernel_null_name",
+                               json_object_new_string(s->kernel_null_name_present ? "present" : "absent"));
         json_object_object_add(o, "kernel_null_name_policy",
-                               json_object_new_string(tg_null_name_policy_to_string(config->kernel_null_name)));
-        r = tg_verify(config, NULL, &report, ret_v);
-        json_object_object_add(o, "verification", json_object_new_string(r >= 0 ? "verified" : tg_err_id(r)));
-        if (r < 0)
-                json_object_object_add(o, "verification_message", json_object_new_string(tg_err_str(r)));
-        json_object_object_add(o, "anchor", json_object_new_string(tg_anchor_kind_to_string(report.anchor)));
-        json_object_object_add(o, "anchor_detects", json_object_new_string(tg_anchor_detects(report.anchor)));
+                               json_object_new_string(tg_null_name_policy_to_string(s->kernel_null_name_policy)));
+        json_object_object_add(o, "verification",
+                               json_object_new_string(s->verification >= 0 ? "verified" : tg_err_id(s->verification)));
+        if (s->verification < 0)
+                json_object_object_add(o, "verification_message", json_object_new_string(tg_err_str(s->verification)));
+        json_object_object_add(o, "anchor", json_object_new_string(tg_anchor_kind_to_string(s->anchor)));
+        json_object_object_add(o, "anchor_detects", json_object_new_string(tg_anchor_detects(s->anchor)));
 
-        /* The DA state is no secret: read it over the verified TPM, or else directly. */
-        if (*ret_v)
-                da_r = tg_tpm_da_state(tg_vtpm_esys(*ret_v), &da);
-        else if (tg_tpm_open_config(config, &tpm) >= 0)
-                da_r = tg_tpm_da_state(tpm->esys, &da);
-        if (da_r >= 0 && (da_json = json_object_new_object())) {
-                json_object_object_add(da_json, "in_lockout", json_object_new_boolean(da.in_lockout));
-                json_object_object_add(da_json, "failures", json_object_new_int64(da.failures));
-                json_object_object_add(da_json, "max_failures", json_object_new_int64(da.max_failures));
-                json_object_object_add(da_json, "recovery_seconds", json_object_new_int64(da.recovery_seconds));
-                json_object_object_add(da_json, "lockout_recovery_seconds", json_object_new_int64(da.lockout_recovery_seconds));
+        if (s->da_known && (da_json = json_object_new_object())) {
+                json_object_object_add(da_json, "in_lockout", json_object_new_boolean(s->da.in_lockout));
+                json_object_object_add(da_json, "failures", json_object_new_int64(s->da.failures));
+                json_object_object_add(da_json, "max_failures", json_object_new_int64(s->da.max_failures));
+                json_object_object_add(da_json, "recovery_seconds", json_object_new_int64(s->da.recovery_seconds));
+                json_object_object_add(da_json, "lockout_recovery_seconds",
+                                       json_object_new_int64(s->da.lockout_recovery_seconds));
                 /* Who can reset the counter: nobody without the password, unless it is empty. */
-                if (tg_lockout_read_state(*ret_v ? tg_vtpm_esys(*ret_v) : tpm->esys, ESYS_TR_NONE, &lockout) >= 0) {
-                        json_object_object_add(da_json, "lockout_auth_set",
-                                               json_object_new_boolean(lockout.lockout_auth_set));
-                        json_object_object_add(da_json, "weaker_than_configured",
-                                               json_object_new_boolean(tg_lockout_params_weaker(&lockout, config)));
-                }
-                json_object_object_add(da_json, "lockout_auth_held",
-                                       json_object_new_boolean(tg_lockout_auth_load(config->state_dir, &held) >= 0));
+                json_object_object_add(da_json, "lockout_auth_set", json_object_new_boolean(s->da.lockout_auth_set));
+                json_object_object_add(da_json, "weaker_than_configured",
+                                       json_object_new_boolean(s->da_weaker_than_configured));
+                json_object_object_add(da_json, "lockout_auth_held", json_object_new_boolean(s->lockout_auth_held));
         }
         json_object_object_add(o, "dictionary_attack", da_json);
         return o;
@@ -99,6 +114,7 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_json_ json_object *o = json_object_new_object();
         _cleanup_free_ char *cleanup_cmd = NULL;
+        tg_tpm_status tpm_status;
         json_object *tokens = json_object_new_array(), *keyslots = json_object_new_array(),
                     *pending = json_object_new_array(), *orphans = json_object_new_array(), *tpm;
         int r;
@@ -123,7 +139,8 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
         if (r < 0)
                 return r;
 
-        tpm = tg_status_tpm(config, &v);
+        tg_status_tpm(config, &tpm_status, &v);
+        tpm = tg_tpm_status_to_json(&tpm_status);
         if (!tpm)
                 return -TG_ERR_NOMEM;
         json_object_object_add(o, "tpm", tpm);

@@ -229,3 +229,11 @@ int tg_json_sanitize_strings(json_object *o) {
                 return 0;
         }
 }
+
+const char *tg_json_pretty(json_object *o) {
+        return json_object_to_json_string_ext(o, TG_JSON_PRETTY);
+}
+
+void tg_json_print(FILE *f, json_object *o) {
+        fprintf(f, "%s\n", tg_json_pretty(o));
+}

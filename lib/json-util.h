@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "macro.h"
 
@@ -66,3 +67,13 @@ int tg_json_read_volumes_file(const char *path, const char *what, size_t max_siz
  * or -TG_ERR_NOMEM.
  */
 int tg_json_sanitize_strings(json_object *o);
+
+/*
+ * tpmguard's one JSON layout for people: pretty, spaced, "/" not escaped.
+ * What --json prints and the pinned key file holds.
+ */
+#define TG_JSON_PRETTY (JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE)
+/* o in that layout (owned by o, as json_object_to_json_string_ext()'s). */
+const char *tg_json_pretty(json_object *o);
+/* o in that layout and a newline, to f (the --json output). */
+void tg_json_print(FILE *f, json_object *o);

@@ -96,7 +96,8 @@ int tg_volume_binding_record(const char *state_dir, struct crypt_device *cd, int
                 return r;
         json_object_object_add(volumes, crypt_get_uuid(cd), json_object_new_string(hex));
         (void) mkdir(state_dir, 0700);
-        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+        /* tpmguard's layout, with json-c's "\/" kept: the file stays byte for byte what it was. */
+        text = json_object_to_json_string_ext(root, TG_JSON_PRETTY & ~JSON_C_TO_STRING_NOSLASHESCAPE);
         r = tg_write_file_atomic(path, text, strlen(text), 0600);
         if (r < 0)
                 return log_error_rc(r, "Cannot write %s.", path);

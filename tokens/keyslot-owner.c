@@ -84,7 +84,8 @@ void tg_keyslot_own(const char *state_dir, struct crypt_device *cd, int keyslot)
         if (json_object_object_add(volume, id, json_object_new_string(salt)) < 0)
                 goto fail;
         (void) mkdir(state_dir, 0700);
-        text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED);
+        /* tpmguard's layout, with json-c's "\/" kept: the file stays byte for byte what it was. */
+        text = json_object_to_json_string_ext(root, TG_JSON_PRETTY & ~JSON_C_TO_STRING_NOSLASHESCAPE);
         if (!text || tg_write_file_atomic(path, text, strlen(text), 0600) < 0)
                 goto fail;
         return;

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "binding.h"
+#include "da.h"
 #include "error.h"
 #include "fault.h"
 #include "interrupt.h"
@@ -651,7 +652,7 @@ static int lifecycle_begin(lifecycle *lc, const tg_config *config, const char *d
                 return r;
         if (unseal_next)
                 return 0;
-        r = tg_tpm_da_state(tg_vtpm_esys(lc->v), &da);
+        r = tg_da_read(tg_vtpm_esys(lc->v), ESYS_TR_NONE, &da);
         if (r < 0)
                 return r;
         /* Only a PIN-protected (DA) object is refused in lockout; a no-PIN seal is noDA. */

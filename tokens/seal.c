@@ -21,6 +21,7 @@
 #include <openssl/rand.h>
 #include <tss2/tss2_rc.h>
 
+#include "da.h"
 #include "error.h"
 #include "log.h"
 #include "pin.h"
@@ -396,28 +397,6 @@ static int srk_for_unseal(tg_verified_tpm *v, const TPM2B_NAME *expected, tg_han
         return 0;
 }
 
-int tg_tpm_da_state(ESYS_CONTEXT *esys, tg_da_state *ret) {
-        _cleanup_free_ TPMS_CAPABILITY_DATA *cap = NULL;
-        tg_da_state st = {};
-        int r;
-
-        r = tg_tpm_get_properties(esys, TPM2_PT_PERMANENT, TPM2_PT_LOCKOUT_RECOVERY - TPM2_PT_PERMANENT + 1, &cap);
-        if (r < 0)
-                return r;
-        for (UINT32 i = 0; i < cap->data.tpmProperties.count; i++) {
-                const TPMS_TAGGED_PROPERTY *p = &cap->data.tpmProperties.tpmProperty[i];
-                switch (p->property) {
-                case TPM2_PT_PERMANENT: st.in_lockout = p->value & TPMA_PERMANENT_INLOCKOUT; break;
-                case TPM2_PT_LOCKOUT_COUNTER: st.failures = p->value; break;
-                case TPM2_PT_MAX_AUTH_FAIL: st.max_failures = p->value; break;
-                case TPM2_PT_LOCKOUT_INTERVAL: st.recovery_seconds = p->value; break;
-                case TPM2_PT_LOCKOUT_RECOVERY: st.lockout_recovery_seconds = p->value; break;
-                }
-        }
-        *ret = st;
-        return 0;
-}
-
 int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token) {
         return tg_seal_loaded(v, params, secret, ret_token, NULL);
 }
@@ -562,7 +541,7 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
                                     "and run 'tpmguard reseal'.", tg_pcr_bank_to_string(token->pcr_bank), pcrs);
         }
         if (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH) {
-                if (tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0) {
+                if (tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0) {
                         if (da.in_lockout || da.failures >= da.max_failures)
                                 return log_error_rc(-TG_ERR_LOCKOUT,
                                                     "Wrong PIN. The TPM is now in dictionary-attack lockout; "

@@ -74,13 +74,3 @@ int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *r
 
 /* Parses "7=sha256:HEX" into values (bank must match; length must be the bank's digest size). */
 int tg_pcr_value_parse(const char *s, tg_pcr_values *values);
-
-/* The DA state: failures so far, maximum, and seconds until one failure is forgiven. */
-typedef struct tg_da_state {
-        bool in_lockout;
-        uint32_t failures;
-        uint32_t max_failures;
-        uint32_t recovery_seconds;
-        uint32_t lockout_recovery_seconds;
-} tg_da_state;
-int tg_tpm_da_state(ESYS_CONTEXT *esys, tg_da_state *ret);

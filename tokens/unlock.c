@@ -4,6 +4,7 @@
 
 #include "binding.h"
 #include "config.h"
+#include "da.h"
 #include "error.h"
 #include "log.h"
 #include "seal.h"
@@ -44,12 +45,6 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
         return NULL;
 }
 
-static void da_store(const tg_config *config, const tg_da_state *da) {
-        (void) tg_vcache_da_store(config, &(tg_vcache_da) {
-                .in_lockout = da->in_lockout, .failures = da->failures, .max_failures = da->max_failures,
-                .recovery_seconds = da->recovery_seconds, .lockout_recovery_seconds = da->lockout_recovery_seconds });
-}
-
 int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
                          tg_pin_attempts *attempts, tg_secret **ret_passphrase) {
         _cleanup_config_ tg_config *config = NULL;
@@ -83,8 +78,6 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 return r;
 
         if (token.pin) {
-                tg_vcache_da cached;
-
                 /*
                  * The DA state is read without a session: a lying interposer can
                  * only make us refuse (it can do that anyway) or spend tries the
@@ -99,18 +92,13 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                  * failures of other TPM users, who could spend the reserve directly: the
                  * reserve keeps the boot prompt from spending it, which this still does.
                  */
-                if (tg_vcache_da_load(config, &cached) >= 0 && cached.max_failures > 0 &&
-                    tg_pin_da_spendable(cached.in_lockout, cached.failures, cached.max_failures,
-                                        config->pin_da_reserve) > 0) {
-                        da = (tg_da_state) { .in_lockout = cached.in_lockout, .failures = cached.failures,
-                                             .max_failures = cached.max_failures,
-                                             .recovery_seconds = cached.recovery_seconds,
-                                             .lockout_recovery_seconds = cached.lockout_recovery_seconds };
+                if (tg_vcache_da_load(config, &da) >= 0 && da.max_failures > 0 &&
+                    tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) > 0) {
                         da_known = true;
                 } else {
-                        da_known = tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0;
+                        da_known = tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0;
                         if (da_known)
-                                da_store(config, &da);
+                                (void) tg_vcache_da_store(config, &da);
                 }
                 if (da_known && tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
                                                     config->pin_da_reserve) == 0)
@@ -129,8 +117,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
 
                 if (wrong)
                         (*wrong)++;
-                if (da_known && tg_tpm_da_state(tg_vtpm_esys(v), &da) >= 0 && da.max_failures > 0) {
-                        da_store(config, &da);
+                if (da_known && tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0) {
+                        (void) tg_vcache_da_store(config, &da);
                         spendable = tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
                                                         config->pin_da_reserve);
                 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <tss2/tss2_rc.h>
 
+#include "da.h"
 #include "error.h"
 #include "lockout.h"
 #include "vcache.h"
@@ -23,45 +24,12 @@
 #include "tpm.h"
 #include "util.h"
 
-int tg_lockout_read_state(ESYS_CONTEXT *esys, ESYS_TR audit_session, tg_lockout_state *ret) {
-        _cleanup_free_ TPMS_CAPABILITY_DATA *cap = NULL;
-        tg_lockout_state st = {};
-        unsigned seen = 0;
-        TPMI_YES_NO more;
-        TSS2_RC rc;
-
-        rc = Esys_GetCapability(esys, audit_session, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_TPM_PROPERTIES,
-                                TPM2_PT_PERMANENT, TPM2_PT_LOCKOUT_RECOVERY - TPM2_PT_PERMANENT + 1, &more, &cap);
-        if (rc != TSS2_RC_SUCCESS)
-                return tg_tpm_rc(rc, "GetCapability (lockout and DA state)");
-        for (UINT32 i = 0; i < cap->data.tpmProperties.count && i < TPM2_MAX_TPM_PROPERTIES; i++) {
-                const TPMS_TAGGED_PROPERTY *p = &cap->data.tpmProperties.tpmProperty[i];
-                switch (p->property) {
-                case TPM2_PT_PERMANENT:
-                        st.lockout_auth_set = p->value & TPMA_PERMANENT_LOCKOUTAUTHSET;
-                        st.in_lockout = p->value & TPMA_PERMANENT_INLOCKOUT;
-                        seen |= 1;
-                        break;
-                case TPM2_PT_LOCKOUT_COUNTER: st.failures = p->value; seen |= 2; break;
-                case TPM2_PT_MAX_AUTH_FAIL: st.max_tries = p->value; seen |= 4; break;
-                case TPM2_PT_LOCKOUT_INTERVAL: st.recovery_time = p->value; seen |= 8; break;
-                case TPM2_PT_LOCKOUT_RECOVERY: st.lockout_recovery = p->value; seen |= 16; break;
-                default: break;
-                }
-        }
-        /* A state with a property missing would read as "no password, 0 tries": say so instead. */
-        if (seen != 31)
-                return log_error_rc(-TG_ERR_TPM, "The TPM did not report all of its lockout and DA properties.");
-        *ret = st;
-        return 0;
-}
-
-bool tg_lockout_params_weaker(const tg_lockout_state *s, const tg_config *config) {
-        if (s->recovery_time == 0 && config->da_recovery_time != 0)
+bool tg_lockout_params_weaker(const tg_da_state *s, const tg_config *config) {
+        if (s->recovery_seconds == 0 && config->da_recovery_time != 0)
                 return true; /* DA protection off: unlimited guesses */
-        return s->max_tries > config->da_max_tries ||
-               s->recovery_time < config->da_recovery_time ||
-               s->lockout_recovery < config->da_lockout_recovery;
+        return s->max_failures > config->da_max_tries ||
+               s->recovery_seconds < config->da_recovery_time ||
+               s->lockout_recovery_seconds < config->da_lockout_recovery;
 }
 
 int tg_lockout_auth_from_text(const tg_secret *text, tg_secret **ret) {
@@ -146,19 +114,19 @@ static int lockout_auth_save(const char *state_dir, const tg_secret *auth) {
         return tg_write_file_atomic(path, text->data, text->size, 0400);
 }
 
-static int lockout_rc(TSS2_RC rc, const char *what, const tg_lockout_state *st, bool stored) {
+static int lockout_rc(TSS2_RC rc, const char *what, const tg_da_state *st, bool stored) {
         TSS2_RC base = tg_tpm_rc_base(rc);
 
         if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER && (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL))
                 return log_error_rc(-TG_ERR_AUTH_NEEDED,
                                     "%s: the TPM refused the %s lockout password. It now refuses the lockout "
                                     "hierarchy for %u s. Give the right one with --lockout-auth-file F.",
-                                    what, stored ? "stored" : "given", st->lockout_recovery);
+                                    what, stored ? "stored" : "given", st->lockout_recovery_seconds);
         if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER && base == TPM2_RC_LOCKOUT)
                 return log_error_rc(-TG_ERR_LOCKOUT,
                                     "%s: the TPM refuses the lockout hierarchy after a wrong lockout password. "
                                     "Try again in %u s (its lockout recovery time), or after a reboot on some TPMs.",
-                                    what, st->lockout_recovery);
+                                    what, st->lockout_recovery_seconds);
         return tg_tpm_rc(rc, what);
 }
 
@@ -179,7 +147,7 @@ int tg_lockout_setup(tg_verified_tpm *v, const tg_config *config, const char *st
         _cleanup_free_ char *path = NULL;
         tg_lockout_result result = {};
         const tg_secret *auth = NULL, *new_auth = NULL;
-        tg_lockout_state st;
+        tg_da_state st;
         TSS2_RC rc;
         int r;
 
@@ -188,7 +156,7 @@ int tg_lockout_setup(tg_verified_tpm *v, const tg_config *config, const char *st
         tg_vcache_da_drop(config);
 
         /* In the salted session, audited: an interposer cannot make "no password" out of "someone's". */
-        r = tg_lockout_read_state(esys, tg_vtpm_audit_session(v), &st);
+        r = tg_da_read(esys, tg_vtpm_audit_session(v), &st);
         if (r < 0)
                 return r;
         r = tg_lockout_auth_load(state_dir, &stored);
@@ -235,8 +203,9 @@ int tg_lockout_setup(tg_verified_tpm *v, const tg_config *config, const char *st
          * ones: nothing to do. Not touching the lockout hierarchy keeps a re-provisioning
          * working while the TPM refuses it (after someone tried a wrong lockout password).
          */
-        if (!new_auth && !supplied && st.max_tries == config->da_max_tries &&
-            st.recovery_time == config->da_recovery_time && st.lockout_recovery == config->da_lockout_recovery) {
+        if (!new_auth && !supplied && st.max_failures == config->da_max_tries &&
+            st.recovery_seconds == config->da_recovery_time &&
+            st.lockout_recovery_seconds == config->da_lockout_recovery) {
                 result.params_set = true;
                 result.state = st;
                 *ret = result;
@@ -254,7 +223,7 @@ int tg_lockout_setup(tg_verified_tpm *v, const tg_config *config, const char *st
                 return lockout_rc(rc, "DictionaryAttackParameters", &st, auth && auth == stored);
         result.params_set = true;
         /* The TPM applies lockoutRecovery from now on: messages name the new value. */
-        st.lockout_recovery = config->da_lockout_recovery;
+        st.lockout_recovery_seconds = config->da_lockout_recovery;
 
         if (new_auth) {
                 /* newAuth is the command's first parameter: encrypted in the salted session (decrypt). */
@@ -289,22 +258,22 @@ int tg_lockout_setup(tg_verified_tpm *v, const tg_config *config, const char *st
                                    "'tpmguard lockout-reset' will need --lockout-auth-file.");
         }
 
-        r = tg_lockout_read_state(esys, tg_vtpm_audit_session(v), &result.state);
+        r = tg_da_read(esys, tg_vtpm_audit_session(v), &result.state);
         if (r < 0)
                 return r;
         *ret = result;
         return 0;
 }
 
-int tg_lockout_reset(tg_verified_tpm *v, const char *state_dir, const tg_secret *supplied, tg_lockout_state *ret) {
+int tg_lockout_reset(tg_verified_tpm *v, const char *state_dir, const tg_secret *supplied, tg_da_state *ret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_secret_ tg_secret *stored = NULL;
         const tg_secret *auth = supplied;
-        tg_lockout_state st;
+        tg_da_state st;
         TSS2_RC rc;
         int r;
 
-        r = tg_lockout_read_state(esys, tg_vtpm_audit_session(v), &st);
+        r = tg_da_read(esys, tg_vtpm_audit_session(v), &st);
         if (r < 0)
                 return r;
         if (!st.lockout_auth_set)
@@ -327,7 +296,7 @@ int tg_lockout_reset(tg_verified_tpm *v, const char *state_dir, const tg_secret 
                                             ESYS_TR_NONE);
         if (rc != TSS2_RC_SUCCESS)
                 return lockout_rc(rc, "DictionaryAttackLockReset", &st, auth && auth == stored);
-        r = tg_lockout_read_state(esys, tg_vtpm_audit_session(v), &st);
+        r = tg_da_read(esys, tg_vtpm_audit_session(v), &st);
         if (r < 0)
                 return r;
         if (ret)

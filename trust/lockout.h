@@ -6,6 +6,7 @@
 #include <tss2/tss2_esys.h>
 
 #include "config.h"
+#include "da.h"
 #include "secret.h"
 #include "verify.h"
 
@@ -31,29 +32,12 @@
 #define TG_LOCKOUT_FILE_NAME "lockout-auth"
 #define TG_LOCKOUT_AUTH_SIZE 32
 
-typedef struct tg_lockout_state {
-        bool lockout_auth_set;      /* TPMA_PERMANENT lockoutAuthSet */
-        bool in_lockout;            /* TPMA_PERMANENT inLockout */
-        uint32_t failures;          /* TPM_PT_LOCKOUT_COUNTER */
-        uint32_t max_tries;         /* TPM_PT_MAX_AUTH_FAIL */
-        uint32_t recovery_time;     /* TPM_PT_LOCKOUT_INTERVAL, seconds; 0: DA protection off */
-        uint32_t lockout_recovery;  /* TPM_PT_LOCKOUT_RECOVERY, seconds */
-} tg_lockout_state;
-
-/*
- * Reads the lockout state. With a session (the salted session of a verified
- * TPM, as an audit session), the response is integrity-protected; with
- * ESYS_TR_NONE it is as unverified as any other capability read (doctor on
- * an unverified TPM).
- */
-int tg_lockout_read_state(ESYS_CONTEXT *esys, ESYS_TR audit_session, tg_lockout_state *ret);
-
 /*
  * True when the TPM's DA parameters allow more guessing than the configured
- * ones: more tries, faster forgiveness (recovery_time 0 turns DA protection
+ * ones: more tries, faster forgiveness (recovery_seconds 0 turns DA protection
  * off), or a shorter wait after a wrong lockout password.
  */
-bool tg_lockout_params_weaker(const tg_lockout_state *s, const tg_config *config);
+bool tg_lockout_params_weaker(const tg_da_state *s, const tg_config *config);
 
 /*
  * A lockout password as text, from the state file or --lockout-auth-file:
@@ -75,7 +59,7 @@ typedef enum tg_lockout_ownership {
 typedef struct tg_lockout_result {
         tg_lockout_ownership ownership;
         bool params_set;            /* the TPM has the configured DA parameters (set now, or already) */
-        tg_lockout_state state;     /* as read after the changes */
+        tg_da_state state;          /* as read after the changes */
 } tg_lockout_result;
 
 /*
@@ -91,4 +75,4 @@ int tg_lockout_setup(tg_verified_tpm *v, const tg_config *config, const char *st
                      tg_lockout_result *ret);
 
 /* TPM2_DictionaryAttackLockReset with the supplied or the stored lockout password. */
-int tg_lockout_reset(tg_verified_tpm *v, const char *state_dir, const tg_secret *supplied, tg_lockout_state *ret);
+int tg_lockout_reset(tg_verified_tpm *v, const char *state_dir, const tg_secret *supplied, tg_da_state *ret);

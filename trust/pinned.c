@@ -212,7 +212,7 @@ int tg_pinned_key_format(const tg_pinned_key *key, char **ret) {
         if (key->persistent_handle != 0 &&
             json_object_object_add(root, "persistent_handle", json_object_new_int64(key->persistent_handle)) < 0)
                 return -TG_ERR_NOMEM;
-        s = strdup(json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE));
+        s = strdup(tg_json_pretty(root));
         if (!s)
                 return -TG_ERR_NOMEM;
         *ret = s;

@@ -249,7 +249,7 @@ static const char *const da_fields[] = {
         "failures", "max_failures", "recovery_seconds", "lockout_recovery_seconds",
 };
 
-int tg_vcache_da_store(const tg_config *config, const tg_vcache_da *da) {
+int tg_vcache_da_store(const tg_config *config, const tg_da_state *da) {
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *path = NULL;
         const uint32_t values[] = { da->failures, da->max_failures, da->recovery_seconds, da->lockout_recovery_seconds };
@@ -271,10 +271,11 @@ int tg_vcache_da_store(const tg_config *config, const tg_vcache_da *da) {
         return tg_write_file_atomic(path, text, strlen(text), 0600);
 }
 
-int tg_vcache_da_load(const tg_config *config, tg_vcache_da *ret) {
+int tg_vcache_da_load(const tg_config *config, tg_da_state *ret) {
         _cleanup_json_ json_object *o = NULL;
         _cleanup_free_ char *path = NULL;
         uint32_t values[ELEMENTSOF(da_fields)];
+        tg_da_state st = {};
         json_object *v;
         int r;
 
@@ -286,7 +287,7 @@ int tg_vcache_da_load(const tg_config *config, tg_vcache_da *ret) {
                 return r;
         if (!json_object_object_get_ex(o, "in_lockout", &v) || !json_object_is_type(v, json_type_boolean))
                 return log_debug_rc(-TG_ERR_INVALID, "cache: malformed DA state.");
-        ret->in_lockout = json_object_get_boolean(v);
+        st.in_lockout = json_object_get_boolean(v);
         for (size_t i = 0; i < ELEMENTSOF(da_fields); i++) {
                 int64_t n;
 
@@ -295,10 +296,11 @@ int tg_vcache_da_load(const tg_config *config, tg_vcache_da *ret) {
                         return log_debug_rc(-TG_ERR_INVALID, "cache: malformed DA state.");
                 values[i] = (uint32_t) n;
         }
-        ret->failures = values[0];
-        ret->max_failures = values[1];
-        ret->recovery_seconds = values[2];
-        ret->lockout_recovery_seconds = values[3];
+        st.failures = values[0];
+        st.max_failures = values[1];
+        st.recovery_seconds = values[2];
+        st.lockout_recovery_seconds = values[3];
+        *ret = st;
         return 0;
 }
 

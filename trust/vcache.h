@@ -4,6 +4,7 @@
 #include <tss2/tss2_esys.h>
 
 #include "config.h"
+#include "da.h"
 
 /*
  * The per-boot verification cache (design §4): after a full verification,
@@ -51,13 +52,7 @@ void tg_vcache_drop(const tg_config *config);
  * failures by waiting), and blind only to other TPM users' failures, which
  * could spend the reserve directly anyway. Best effort, like the rest.
  */
-typedef struct tg_vcache_da {
-        bool in_lockout;
-        uint32_t failures;
-        uint32_t max_failures;
-        uint32_t recovery_seconds;
-        uint32_t lockout_recovery_seconds;
-} tg_vcache_da;
-int tg_vcache_da_store(const tg_config *config, const tg_vcache_da *da);
-int tg_vcache_da_load(const tg_config *config, tg_vcache_da *ret);
+int tg_vcache_da_store(const tg_config *config, const tg_da_state *da);
+/* lockout_auth_set is not cached: false in what this loads. */
+int tg_vcache_da_load(const tg_config *config, tg_da_state *ret);
 void tg_vcache_da_drop(const tg_config *config);

@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The token commands: enroll, seal, migrate, change-pin, rotate, reseal,
+ * remove, cleanup, bind.
+ */
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd-token.h"
+#include "cmdline.h"
+#include "binding.h"
+#include "error.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "luks.h"
+#include "pin.h"
+#include "prompt.h"
+#include "seal.h"
+#include "token.h"
+#include "util.h"
+#include "verify.h"
+
+/*
+ * A token without a PIN is refused unless tpmguard.conf allows it
+ * (allow_no_pin = yes) as well as --no-pin: against an active interposer it
+ * protects nothing, since the interposer can run Load, PolicyPCR and Unseal
+ * in a session of its own on any normal boot (issue 14 §3).
+ */
+static int check_no_pin_allowed(const cli *c, const tg_config *config) {
+        if (c->pin_file)
+                return log_error_rc(-TG_ERR_INVALID, "--no-pin and --pin-file contradict each other.");
+        if (!config->allow_no_pin)
+                return log_error_rc(-TG_ERR_INVALID,
+                                    "--no-pin is refused: %s does not allow tokens without a PIN. A token without a PIN "
+                                    "unseals for anyone who boots this machine, and an active interposer on the TPM bus "
+                                    "can unseal it with commands of its own. To accept that, set allow_no_pin = yes "
+                                    "there.", config->path ?: "tpmguard.conf");
+        log_warning("Sealing without a PIN: anyone who can boot this machine into the sealed PCR state unlocks the "
+                    "volume, and an active interposer on the TPM bus can unseal the secret with commands of its own "
+                    "on any normal boot. Only the recovery passphrase then stands between a thief and the data.");
+        return 0;
+}
+
+/* A new PIN, asked twice on a terminal (or read from file), at least pin_min_length bytes. */
+static int read_new_pin(const tg_config *config, const char *file, tg_secret **ret) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        int r;
+
+        r = tg_pin_read(file, "New TPM PIN: ", true, &pin);
+        if (r == -TG_ERR_CANCELLED)
+                return log_error_rc(r, "No PIN given (an empty PIN is no PIN).%s",
+                                    config->allow_no_pin ? " Use --no-pin to seal without one." : "");
+        if (r < 0)
+                return r;
+        if (pin->size < config->pin_min_length)
+                return log_error_rc(-TG_ERR_INVALID, "The PIN has %zu characters; at least %u are required "
+                                    "(pin_min_length in %s).", pin->size, config->pin_min_length,
+                                    config->path ?: "tpmguard.conf");
+        *ret = TAKE_PTR(pin);
+        return 0;
+}
+
+static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_params *p,
+                                tg_pcr_values *explicit_values, tg_secret **ret_pin, tg_secret **ret_owner_auth) {
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
+        int r;
+
+        *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask,
+                                .allow_unextended = c->allow_unextended || config->allow_unextended_pcrs };
+        if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p->pcr_bank) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
+        if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p->pcr_mask) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
+        if (c->n_pcr_values > 0) {
+                *explicit_values = (tg_pcr_values) { .bank = p->pcr_bank };
+                for (int i = 0; i < c->n_pcr_values; i++) {
+                        r = tg_pcr_value_parse(c->pcr_values[i], explicit_values);
+                        if (r < 0)
+                                return r;
+                }
+                if (explicit_values->given_mask & ~p->pcr_mask)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR that --pcrs does not select.");
+                p->explicit_values = explicit_values;
+        }
+        if (c->no_pin) {
+                r = check_no_pin_allowed(c, config);
+                if (r < 0)
+                        return r;
+        } else {
+                r = read_new_pin(config, c->pin_file, &pin);
+                if (r < 0)
+                        return r;
+        }
+        if (c->owner_auth_file) {
+                r = tg_pin_read(c->owner_auth_file, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+        }
+        p->pin = pin;
+        p->owner_auth = owner;
+        *ret_pin = TAKE_PTR(pin);
+        *ret_owner_auth = TAKE_PTR(owner);
+        return 0;
+}
+
+/*
+ * What enroll and migrate read before they touch the volume: the volume's
+ * passphrase (a key file or PROMPT), the new seal's policy and secrets from
+ * the command line and tpmguard.conf (seal_params_from_cli), and the
+ * endorsement password if a file names it. O points at the secrets, which
+ * the caller's cleanup wipes.
+ */
+static int enroll_inputs_from_cli(const cli *c, const tg_config *config, const char *prompt, tg_enroll_options *o,
+                                  tg_pcr_values *explicit_values, tg_secret **ret_unlock, tg_secret **ret_pin,
+                                  tg_secret **ret_owner_auth, tg_secret **ret_endorsement_auth) {
+        _cleanup_secret_ tg_secret *unlock = NULL, *pin = NULL, *owner = NULL, *eauth = NULL;
+        int r;
+
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_pin_read(NULL, prompt, false, &unlock);
+        if (r < 0)
+                return r;
+        r = seal_params_from_cli(c, config, &o->seal, explicit_values, &pin, &owner);
+        if (r < 0)
+                return r;
+        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o->endorsement_auth = eauth;
+        *ret_unlock = TAKE_PTR(unlock);
+        *ret_pin = TAKE_PTR(pin);
+        *ret_owner_auth = TAKE_PTR(owner);
+        *ret_endorsement_auth = TAKE_PTR(eauth);
+        return 0;
+}
+
+int cmd_enroll(const cli *c, tg_config *config) {
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL;
+        tg_enroll_options o = { .keyslot = c->keyslot };
+        tg_pcr_values explicit_values;
+        char pcrs[96];
+        int keyslot, token, r;
+
+        r = enroll_inputs_from_cli(c, config, "Existing passphrase of the volume: ", &o, &explicit_values, &unlock,
+                                   &pin, &owner, &eauth);
+        if (r < 0)
+                return r;
+
+        r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
+        if (r == -TG_ERR_AUTH_NEEDED && !owner && isatty(STDIN_FILENO)) {
+                /* The owner hierarchy has a password: ask for it, never assume one. */
+                r = tg_pin_read(NULL, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+                o.seal.owner_auth = owner;
+                r = tg_enroll(config, c->args[0], unlock, &o, &keyslot, &token);
+        }
+        if (r < 0)
+                return log_error_rc(r, "Enrollment failed: %s. The volume is unchanged.", tg_err_str(r));
+        tg_pcr_list_format(o.seal.pcr_mask, pcrs, sizeof pcrs);
+        printf("Enrolled %s: keyslot %d, token %d, %s PCRs %s, %s.\n", c->args[0], keyslot, token,
+               tg_pcr_bank_to_string(o.seal.pcr_bank), pcrs[0] ? pcrs : "(none)", pin ? "PIN" : "no PIN");
+        return 0;
+}
+
+/*
+ * The old systemd-tpm2 token's PIN, which only proves which keyslot is the
+ * token's (tg_migrate): --old-pin-file, else the terminal when there is one.
+ * NULL when the token has none, with --keep-old (the old token is not used),
+ * or when there is no terminal or the owner gives none: then the old keyslot
+ * is kept, never destroyed on doubt.
+ */
+static int read_old_pin(const cli *c, tg_secret **ret) {
+        int r;
+
+        *ret = NULL;
+        if (c->keep_old) {
+                if (c->old_pin_file)
+                        return log_error_rc(-TG_ERR_INVALID, "--keep-old uses nothing of the old token: "
+                                            "--old-pin-file does not apply.");
+                return 0;
+        }
+        if (c->old_pin_file && strcmp(c->old_pin_file, "-") == 0 &&
+            ((c->pin_file && strcmp(c->pin_file, "-") == 0) || (c->unlock_key_file && strcmp(c->unlock_key_file, "-") == 0)))
+                return log_error_rc(-TG_ERR_INVALID, "Only one of --old-pin-file, --pin-file and --unlock-key-file "
+                                    "can read stdin.");
+        r = tg_migrate_token_wants_pin(c->args[0], c->token);
+        if (r <= 0)
+                return r;
+        if (!c->old_pin_file && !isatty(STDIN_FILENO))
+                return 0;
+        r = tg_pin_read(c->old_pin_file, "PIN of the old token (to prove which keyslot is its own; empty: keep "
+                        "that keyslot): ", false, ret);
+        if (r == -TG_ERR_CANCELLED && !c->old_pin_file)
+                return 0;
+        return r < 0 ? log_error_rc(r, "Cannot read the old token's PIN. Nothing was changed.") : 0;
+}
+
+/*
+ * tpmguard migrate DEVICE --token N: a systemd-tpm2 or clevis token replaced
+ * by a tpmguard one, authorized by the recovery passphrase or a key file
+ * only (tokens/lifecycle.h: tg_migrate). The new policy is the command
+ * line's or tpmguard.conf's, never the old token's.
+ */
+int cmd_migrate(const cli *c, tg_config *config) {
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL, *old_pin = NULL;
+        tg_enroll_options o = { .keyslot = CRYPT_ANY_SLOT };
+        tg_pcr_values explicit_values;
+        tg_migrate_result res;
+        char policy[128];
+        tg_token sealed;
+        int r;
+
+        if (c->token == CRYPT_ANY_TOKEN)
+                return log_error_rc(-TG_ERR_INVALID, "migrate needs the token to replace: --token N ('tpmguard audit "
+                                    "%s' lists them).", c->args[0]);
+        r = enroll_inputs_from_cli(c, config, "Recovery passphrase of the volume: ", &o, &explicit_values, &unlock,
+                                   &pin, &owner, &eauth);
+        if (r < 0)
+                return r;
+
+        r = read_old_pin(c, &old_pin);
+        if (r < 0)
+                return r;
+        /* The old PIN crossed the bus at every unlock in sessions salted to a key nobody verified: an
+         * interposer there may have searched it offline from the sessions' HMACs. */
+        if (pin && old_pin && pin->size == old_pin->size && memeq_const(pin->data, old_pin->data, pin->size))
+                log_warning("The new PIN is the old token's. systemd-tpm2 sent it to the TPM in sessions salted to a "
+                            "key it never verified, so an interposer may have learnt it; choose a new one with "
+                            "'tpmguard change-pin %s'.", c->args[0]);
+
+        r = tg_migrate(config, c->args[0], c->token, unlock, old_pin, &o, c->keep_old, &res);
+        if (r < 0)
+                return log_error_rc(r, "Migration failed: %s.", tg_err_str(r));
+        sealed = (tg_token) { .pcr_bank = o.seal.pcr_bank, .pcr_mask = o.seal.pcr_mask, .pin = pin != NULL };
+        tg_token_policy_format(&sealed, policy, sizeof policy);
+        printf("Migrated %s: tpmguard token %d in keyslot %d (%s) replaces %s token %d", c->args[0], res.token,
+               res.keyslot, policy, res.old_type, res.old_token);
+        if (!res.old_token_removed)
+                printf("; the old token %d and keyslot %d were kept (--keep-old): they stay exposed until "
+                       "removed.\n", res.old_token, res.old_keyslot);
+        else if (res.old_keyslot_destroyed)
+                printf("; removed token %d and keyslot %d.\n", res.old_token, res.old_keyslot);
+        else if (res.old_keyslot_unproven)
+                printf("; removed token %d, kept keyslot %d: the old token named it, but it could not be proven the "
+                       "old token's (labelled; 'tpmguard audit' reports it exposed). If no passphrase or recovery key "
+                       "of yours opens it, remove it with 'cryptsetup luksKillSlot %s %d'.\n", res.old_token,
+                       res.old_keyslot, c->args[0], res.old_keyslot);
+        else
+                printf("; removed token %d, kept keyslot %d (a passphrase or another token uses it).\n",
+                       res.old_token, res.old_keyslot);
+        return 0;
+}
+
+int cmd_seal(const cli *c, tg_config *config) {
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *secret = NULL, *eauth = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_free_ char *json = NULL;
+        tg_seal_params p;
+        tg_pcr_values explicit_values;
+        tg_verify_report report;
+        tg_token token;
+        int r;
+
+        if (!c->secret_file)
+                return log_error_rc(-TG_ERR_INVALID, "seal needs --secret-file F (the keyslot secret; '-' = stdin).");
+        r = tg_secret_read_file(c->secret_file, 8192, &secret);
+        if (r < 0)
+                return r;
+        r = seal_params_from_cli(c, config, &p, &explicit_values, &pin, &owner);
+        if (r < 0)
+                return r;
+        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = eauth }, &report, &v);
+        if (r < 0)
+                return r;
+        r = tg_seal(v, &p, secret, &token);
+        if (r == -TG_ERR_AUTH_NEEDED && !owner && isatty(STDIN_FILENO)) {
+                r = tg_pin_read(NULL, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+                p.owner_auth = owner;
+                r = tg_seal(v, &p, secret, &token);
+        }
+        if (r < 0)
+                return r;
+        token.ek_signing_key_name = report.ek_signing_key_name;
+        r = tg_token_to_string(&token, &json);
+        explicit_bzero(&token, sizeof token);
+        if (r < 0)
+                return r;
+        printf("%s\n", json);
+        return 0;
+}
+
+/* The token's current PIN when it has one (change-pin and rotate unseal with it). */
+static int token_current_pin(const cli *c, tg_secret **ret_pin) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        tg_token t;
+        int r;
+
+        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+        if (r < 0)
+                return r;
+        r = cli_read_current_pin(c, &t, &pin);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        *ret_pin = TAKE_PTR(pin);
+        return 0;
+}
+
+/* Ends a result line with the policy the token is now sealed to, read back from the header. */
+static void print_sealed_policy(const cli *c, int token) {
+        char policy[128];
+        tg_token t;
+
+        if (tg_lifecycle_token_peek(c->args[0], token, &t) < 0) {
+                printf(".\n");
+                return;
+        }
+        tg_token_policy_format(&t, policy, sizeof policy);
+        explicit_bzero(&t, sizeof t);
+        printf(": %s.\n", policy);
+}
+
+int cmd_change_pin(const cli *c, tg_config *config) {
+        _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL;
+        tg_lifecycle_result res;
+        int r;
+
+        r = token_current_pin(c, &pin);
+        if (r < 0)
+                return r;
+        r = read_new_pin(config, c->new_pin_file, &new_pin);
+        if (r < 0)
+                return log_error_rc(r, "No new PIN set (terminal, or --new-pin-file F). Nothing was changed.");
+        r = tg_change_pin(config, c->args[0], c->token, pin, new_pin, &res);
+        if (r < 0)
+                return log_error_rc(r, "Changing the PIN failed: %s.", tg_err_str(r));
+        printf("Changed the PIN of token %d (keyslot %d)", res.token, res.keyslot);
+        print_sealed_policy(c, res.token);
+        return 0;
+}
+
+int cmd_rotate(const cli *c, tg_config *config) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        tg_lifecycle_result res;
+        int r;
+
+        r = token_current_pin(c, &pin);
+        if (r < 0)
+                return r;
+        r = tg_rotate(config, c->args[0], c->token, pin, &res);
+        if (r < 0)
+                return log_error_rc(r, "Rotation failed: %s.", tg_err_str(r));
+        printf("Rotated token %d: keyslot %d replaces keyslot %d", res.token, res.keyslot, res.old_keyslot);
+        print_sealed_policy(c, res.token);
+        return 0;
+}
+
+/*
+ * reseal: the new policy comes from the command line, else tpmguard.conf —
+ * never from the old token, whose fields an attacker can edit (issue 14 §2).
+ * Authorized by unsealing (the current PIN, which the new seal keeps) or by
+ * a passphrase of the volume (then the new PIN is asked, twice).
+ */
+int cmd_reseal(const cli *c, tg_config *config) {
+        _cleanup_secret_ tg_secret *pin = NULL, *new_pin = NULL, *unlock = NULL;
+        tg_reseal_params p = {};
+        tg_pcr_values explicit_values;
+        tg_lifecycle_result res;
+        tg_token t, sealed = {};
+        char policy[128];
+        int r;
+
+        p.pcr_bank = config->pcr_bank;
+        p.pcr_mask = config->pcr_mask;
+        p.allow_unextended = c->allow_unextended || config->allow_unextended_pcrs;
+        if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p.pcr_bank) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
+        if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p.pcr_mask) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
+        if (c->n_pcr_values > 0) {
+                explicit_values = (tg_pcr_values) { .bank = p.pcr_bank };
+                for (int i = 0; i < c->n_pcr_values; i++) {
+                        r = tg_pcr_value_parse(c->pcr_values[i], &explicit_values);
+                        if (r < 0)
+                                return r;
+                }
+                p.explicit_values = &explicit_values;
+        }
+        if (c->no_pin) {
+                r = check_no_pin_allowed(c, config);
+                if (r < 0)
+                        return r;
+        }
+
+        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file) {
+                /* Authorized by a passphrase: the token's PIN is not needed, the new one is asked twice. */
+                if (!c->no_pin)
+                        r = read_new_pin(config, c->pin_file, &new_pin);
+                if (r >= 0)
+                        r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        } else {
+                r = cli_read_current_pin(c, &t, &pin);
+                if (r >= 0 && !c->no_pin) {
+                        if (pin)
+                                r = tg_secret_new_copy(pin->data, pin->size, &new_pin);
+                        else
+                                /* The token claims no PIN; the configuration wants one: set it now. */
+                                r = read_new_pin(config, NULL, &new_pin);
+                }
+        }
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        p.pin = pin;
+        p.new_pin = new_pin;
+        p.unlock_passphrase = unlock;
+        r = tg_reseal(config, c->args[0], c->token, &p, &res);
+        if (r < 0)
+                return log_error_rc(r, "Resealing failed: %s.", tg_err_str(r));
+        sealed = (tg_token) { .pcr_bank = p.pcr_bank, .pcr_mask = p.pcr_mask, .pin = new_pin != NULL };
+        tg_token_policy_format(&sealed, policy, sizeof policy);
+        if (res.keyslot != res.old_keyslot)
+                printf("Resealed token %d into a new keyslot %d (keyslot %d removed): %s.\n", res.token, res.keyslot,
+                       res.old_keyslot, policy);
+        else
+                printf("Resealed token %d (keyslot %d): %s.\n", res.token, res.keyslot, policy);
+        return 0;
+}
+
+int cmd_remove(const cli *c, tg_config *config) {
+        tg_lifecycle_result res;
+        int r;
+
+        r = tg_remove(config, c->args[0], c->token, &res);
+        if (r < 0)
+                return log_error_rc(r, "Removal failed: %s.", tg_err_str(r));
+        if (res.old_keyslot >= 0)
+                printf("Removed token %d and keyslot %d.\n", res.token, res.old_keyslot);
+        else
+                printf("Removed token %d.\n", res.token);
+        return 0;
+}
+
+int cmd_cleanup(const cli *c, tg_config *config) {
+        unsigned actions = 0;
+        int r;
+
+        r = tg_cleanup(config, c->args[0], &actions);
+        if (r < 0)
+                return log_error_rc(r, "Cleanup failed: %s.", tg_err_str(r));
+        printf(actions ? "Cleaned up %s (%u repairs).\n" : "Nothing to clean up on %s.\n", c->args[0], actions);
+        return 0;
+}
+
+/*
+ * tpmguard bind DEVICE: records the volume's binding (tokens/binding.h) for
+ * volumes enrolled with 'cryptsetup token import' or before bindings
+ * existed. Authorized by a passphrase of the volume, which proves that the
+ * volume key is the one being recorded; the TPM is not involved.
+ */
+int cmd_bind(const cli *c, tg_config *config) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_secret_ tg_secret *unlock = NULL;
+        int r;
+
+        r = tg_luks_open(c->args[0], &cd);
+        if (r < 0)
+                return r;
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_pin_read(NULL, "Passphrase of the volume: ", false, &unlock);
+        if (r < 0)
+                return r;
+        r = tg_volume_binding_record(config->state_dir, cd, CRYPT_ANY_SLOT, unlock);
+        if (r < 0)
+                return log_error_rc(r, "Binding failed: %s. Nothing was recorded.", tg_err_str(r));
+        printf("Bound %s (UUID %s) to this machine. Rebuild the initrd so that it carries the binding "
+               "(update-initramfs -u, or dracut -f).\n", c->args[0], crypt_get_uuid(cd));
+        return 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/* The parsed command line's shared helpers (see cmdline.h). */
+#include "cmdline.h"
+#include "error.h"
+#include "json-util.h"
+#include "log.h"
+#include "prompt.h"
+
+/* Set by a command that printed its own JSON object (--json), success or not. */
+static bool json_printed;
+
+void cli_json_print(json_object *o) {
+        tg_json_print(stdout, o);
+        json_printed = true;
+}
+
+bool cli_json_printed(void) {
+        return json_printed;
+}
+
+int cli_read_optional_secret(const char *file, const char *prompt, tg_secret **ret) {
+        if (!file) {
+                *ret = NULL;
+                return 0;
+        }
+        return tg_pin_read(file, prompt, false, ret);
+}
+
+/* The current PIN of the token, read only when the token has one. */
+int cli_read_current_pin(const cli *c, const tg_token *t, tg_secret **ret) {
+        int r;
+
+        *ret = NULL;
+        if (!t->pin)
+                return 0;
+        r = tg_pin_read(c->pin_file, "Current TPM PIN: ", false, ret);
+        return r < 0 ? log_error_rc(r, "The token needs its current PIN (terminal, or --pin-file F).") : 0;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "seal.h"
+#include "secret.h"
+#include "token.h"
+
+/*
+ * The parsed command line: cli/tpmguard.c fills it from the options of its
+ * table, the commands (cli/cmd-*.c) read it. What the commands share to
+ * read secrets from it and to print their --json object is here too.
+ */
+typedef struct cli {
+        const char *config_path;
+        const char *tcti;
+        const char *null_name;
+        bool json;
+        bool record;
+        bool trust_on_first_use;
+        const char *ek_cert;
+        const char *ek_ca;
+        const char *ek_intermediates;
+        const char *output_dir;
+        const char *endorsement_auth_file;
+        const char *owner_auth_file;
+        const char *lockout_auth_file;
+        const char *pin_file;
+        bool no_pin;
+        const char *unlock_key_file;
+        const char *secret_file;
+        const char *pcrs;
+        const char *pcr_bank;
+        const char *pcr_values[TG_PCR_COUNT];
+        int n_pcr_values;
+        int keyslot;
+        const char *initrd;
+        const char *crypttab;
+        int token;
+        const char *new_pin_file;
+        const char *old_pin_file;
+        const char *new_passphrase_file;
+        int replace;
+        uint32_t iter_time;
+        bool accept_token_policy;
+        bool allow_unextended;
+        bool keep_old;
+        char **args;
+        int n_args;
+} cli;
+
+/* The secret in FILE ('-' = stdin); none (NULL, 0) without a file. */
+int cli_read_optional_secret(const char *file, const char *prompt, tg_secret **ret);
+
+/* The current PIN of the token, read only when the token has one. */
+int cli_read_current_pin(const cli *c, const tg_token *t, tg_secret **ret);
+
+/*
+ * Prints a command's own --json object (tg_json_print) and remembers it:
+ * --json promises one object on standard output whatever happens, so a
+ * command that fails without having printed one gets main's failure object.
+ */
+void cli_json_print(json_object *o);
+/* Whether the command printed its own JSON object (success or not). */
+bool cli_json_printed(void);
