@@ -10,7 +10,7 @@
 #include <openssl/x509.h>
 #include <unistd.h>
 
-#include "ek.h"
+#include "ek-cert.h"
 #include "fuzz.h"
 
 static char ca_path[] = "/tmp/tpmguard-fuzz-ca.XXXXXX";

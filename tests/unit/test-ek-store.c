@@ -34,6 +34,7 @@
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
+#include "ek-cert.h"
 #include "ek-store.h"
 #include "ek.h"
 #include "error.h"

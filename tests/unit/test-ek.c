@@ -20,8 +20,10 @@
 #include <openssl/rsa.h>
 #include <openssl/x509v3.h>
 
+#include "ek-cert.h"
 #include "ek-store.h"
 #include "ek.h"
+#include "makecred.h"
 #include "tcti.h"
 #include "error.h"
 #include "log.h"

@@ -6,8 +6,8 @@
 #include <openssl/x509.h>
 #include <tss2/tss2_esys.h>
 
+#include "ek-cert.h"
 #include "macro.h"
-#include "secret.h"
 #include "tpm.h"
 
 /*
@@ -39,15 +39,6 @@ typedef struct tg_ek_options {
                                          * (several certs) or directories of them; required */
         const char *intermediates_file; /* optional extra untrusted intermediates (PEM) */
 } tg_ek_options;
-
-/* The root CA of the store that anchored a verified chain. */
-typedef struct tg_ek_anchor {
-        char *vendor;                /* from the store's MANIFEST, else the root's O=; owned */
-        char *subject;               /* RFC 2253, owned */
-        uint8_t sha256[32];          /* SHA-256 of the root's DER encoding */
-} tg_ek_anchor;
-
-void tg_ek_anchor_done(tg_ek_anchor *a);
 
 typedef struct tg_ek_result {
         uint32_t nv_index;           /* NV index the certificate came from; 0 when it came from a file */
@@ -132,35 +123,8 @@ bool tg_ek_template_fits_key(const tg_ek_template *t, EVP_PKEY *key);
 /* The exact TPM2B_PUBLIC to pass to CreatePrimary(endorsement). */
 int tg_ek_template_public(const tg_ek_template *t, TPM2B_PUBLIC *ret);
 
-/*
- * Length of the DER certificate at the start of buf: the outer SEQUENCE's
- * header plus content. Bytes after it are NV padding and are accepted only if
- * all 0x00 or all 0xFF.
- */
-int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret);
-/* A certificate from PEM or DER bytes (DER possibly zero-padded). */
-int tg_ek_cert_parse(const uint8_t *buf, size_t size, X509 **ret);
 /* Reads and parses the EK certificate at an NV index (for tpmguard doctor's re-check). */
 int tg_ek_cert_read_nv(tg_tpm *tpm, uint32_t nv_index, X509 **ret);
-/*
- * The manufacturer trust: the CA stores (ca_stores is a whitespace-separated
- * list; each a PEM file, or a directory of PEM/DER files with an optional
- * MANIFEST and distrust list, see ek-store.h) whose self-signed certificates
- * are the trust anchors and whose other certificates, with those of the
- * optional intermediates file, may complete a chain. A certificate whose
- * SHA-256 a distrust list of any store names is neither. A store of a list of
- * several that does not exist is skipped (it can only remove trust); a single
- * one that does not exist is an error.
- */
-typedef struct tg_ek_trust tg_ek_trust;
-int tg_ek_trust_load(const char *ca_stores, const char *intermediates_file, tg_ek_trust **ret);
-void tg_ek_trust_free(tg_ek_trust *t);
-DEFINE_TRIVIAL_CLEANUP_FUNC(tg_ek_trust *, tg_ek_trust_free);
-/*
- * Adds an intermediate that may help build a chain (never an anchor), unless
- * a distrust list names it. Returns 1 when added, 0 when distrusted.
- */
-int tg_ek_trust_add_untrusted(tg_ek_trust *t, X509 *cert);
 /*
  * Adds the certificates of the TPM's EK chain NV indices (0x01C00100 to
  * 0x01C001FF, TCG EK Credential Profile; Intel PTT keeps its platform CAs
@@ -168,32 +132,3 @@ int tg_ek_trust_add_untrusted(tg_ek_trust *t, X509 *cert);
  * ever help.
  */
 int tg_ek_trust_add_nv_chain(tg_ek_trust *t, tg_tpm *tpm);
-/* How many trust anchors (self-signed roots) the loaded stores hold. */
-size_t tg_ek_trust_anchor_count(const tg_ek_trust *t);
-/* Chain verification; each failure class has its own message naming cause and next step. */
-int tg_ek_cert_verify(const tg_ek_trust *trust, X509 *cert);
-/* The same, and on success the root that anchored the chain (ret_anchor may be NULL). */
-int tg_ek_cert_verify_anchor(const tg_ek_trust *trust, X509 *cert, tg_ek_anchor *ret_anchor);
-
-/*
- * KDFa (TPM 2.0 Part 1, 11.4.10.2): counter-mode HMAC KDF,
- *   K(i) = HMAC(key, [i]32 ‖ label ‖ 00 ‖ context_u ‖ context_v ‖ [bits]32).
- * KDFe (11.4.10.3): hash-based one-step KDF,
- *   K(i) = H([i]32 ‖ z ‖ label ‖ 00 ‖ party_u ‖ party_v).
- * bits must be a multiple of 8; out receives bits/8 bytes.
- */
-int tg_kdfa(TPMI_ALG_HASH hash, const uint8_t *key, size_t key_size, const char *label,
-            const uint8_t *context_u, size_t u_size, const uint8_t *context_v, size_t v_size,
-            size_t bits, uint8_t *out);
-int tg_kdfe(TPMI_ALG_HASH hash, const uint8_t *z, size_t z_size, const char *label,
-            const uint8_t *party_u, size_t u_size, const uint8_t *party_v, size_t v_size,
-            size_t bits, uint8_t *out);
-
-/*
- * TPM2_MakeCredential in software (Part 1, 24 and Annex B.10.4 / C.6.4):
- * wraps credential to the EK public area ek, bound to object_name.
- */
-int tg_make_credential(const TPMT_PUBLIC *ek, const TPM2B_NAME *object_name, const tg_secret *credential,
-                       TPM2B_ID_OBJECT *ret_blob, TPM2B_ENCRYPTED_SECRET *ret_secret);
-
-DEFINE_TRIVIAL_CLEANUP_FUNC(X509 *, X509_free);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
  * The MANIFEST and distrust files of an EK CA store directory (see
- * ek-store.h). Pure parsing: the certificates themselves are loaded by ek.c.
+ * ek-store.h). Pure parsing: the certificates themselves are loaded by ek-cert.c.
  */
 #include <ctype.h>
 #include <stdio.h>

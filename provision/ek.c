@@ -20,9 +20,11 @@
 #include <openssl/x509v3.h>
 #include <tss2/tss2_rc.h>
 
-#include "ek-internal.h"
+#include "ek-cert.h"
+#include "ek.h"
 #include "error.h"
 #include "log.h"
+#include "makecred.h"
 #include "tpmguard-config.h"
 #include "util.h"
 

@@ -19,7 +19,8 @@
 #include <openssl/x509v3.h>
 #include <tss2/tss2_rc.h>
 
-#include "ek-internal.h"
+#include "ek-cert.h"
+#include "ek-store.h"
 #include "error.h"
 #include "log.h"
 #include "tpmguard-config.h"
@@ -28,6 +29,20 @@
 DEFINE_TRIVIAL_CLEANUP_FUNC(BIO *, BIO_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509_STORE_CTX *, X509_STORE_CTX_free);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DIR *, closedir);
+
+struct tg_ek_trust {
+        X509_STORE *anchors;       /* the stores' self-signed roots */
+        STACK_OF(X509) *known;     /* every certificate of the stores, for diagnostics */
+        STACK_OF(X509) *untrusted; /* the stores' other certificates plus the intermediates file */
+        STACK_OF(X509) *distrusted; /* certificates dropped by a distrust list, for diagnostics */
+        tg_ek_manifest **manifests; /* of the store directories that have one: vendor names */
+        size_t n_manifests;
+        tg_ek_fingerprints distrust; /* every store's distrust lists, for helpers added later */
+};
+
+static inline const char *strna(const char *s) {
+        return s ?: "(unknown)";
+}
 
 int tg_ek_cert_der_length(const uint8_t *buf, size_t size, size_t *ret) {
         size_t header, content = 0, total;

@@ -17,9 +17,10 @@
 #include <openssl/x509v3.h>
 #include <tss2/tss2_rc.h>
 
-#include "ek-internal.h"
 #include "error.h"
 #include "log.h"
+#include "makecred.h"
+#include "tpm.h"
 #include "tpmguard-config.h"
 #include "util.h"
 
