@@ -24,7 +24,7 @@
  * A token without a PIN is refused unless tpmguard.conf allows it
  * (allow_no_pin = yes) as well as --no-pin: against an active interposer it
  * protects nothing, since the interposer can run Load, PolicyPCR and Unseal
- * in a session of its own on any normal boot (issue 14 §3).
+ * in a session of its own on any normal boot (docs/design.md §9.1).
  */
 static int check_no_pin_allowed(const cli *c, const tg_config *config) {
         if (c->pin_file)
@@ -365,7 +365,7 @@ int cmd_rotate(const cli *c, tg_config *config) {
 
 /*
  * reseal: the new policy comes from the command line, else tpmguard.conf —
- * never from the old token, whose fields an attacker can edit (issue 14 §2).
+ * never from the old token, whose fields an attacker can edit (docs/design.md §9.1).
  * Authorized by unsealing (the current PIN, which the new seal keeps) or by
  * a passphrase of the volume (then the new PIN is asked, twice).
  */

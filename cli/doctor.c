@@ -739,7 +739,7 @@ static void check_token(doctor *d, struct crypt_device *cd, const char *device, 
         {
                 char why[256];
                 /* The header is attacker-writable: a token weaker than the
-                 * configuration may have been edited (issue 14 §2). */
+                 * configuration may have been edited (docs/design.md §9.1). */
                 if (tg_token_policy_weaker(&token, d->config, why, sizeof why)) {
                         c = add_check(d, "volume", subject, TG_DOCTOR_WARNING, 0,
                                       "The token's policy is weaker than the configuration: %s. It may have been "

@@ -51,7 +51,7 @@ void tg_status_tpm(const tg_config *config, tg_tpm_status *ret, tg_verified_tpm 
         int da_r = -TG_ERR_TPM_UNREACHABLE;
 
         st.provisioned = tg_pinned_key_load(config->state_dir, &pinned) >= 0;
-        /* How the pin was made: a TOFU pin is named every time (issue 15 §3). */
+        /* How the pin was made: a TOFU pin is named every time (docs/design.md §2.1). */
         st.ek_tofu = st.provisioned && pinned.tofu;
         st.kernel_null_name_present = tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) >= 0;
         st.verification = tg_verify(config, NULL, &report, ret_v);
@@ -169,7 +169,7 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                         json_object_object_add(e, "pcr_policy", json_object_new_string(policy_state(v, &t)));
                         {
                                 /* The header is attacker-writable: a token weaker than
-                                 * tpmguard.conf may have been edited (issue 14 §2). */
+                                 * tpmguard.conf may have been edited (docs/design.md §9.1). */
                                 char why[256];
                                 bool weaker = tg_token_policy_weaker(&t, config, why, sizeof why);
                                 json_object_object_add(e, "weaker_than_config", json_object_new_boolean(weaker));

@@ -19,9 +19,10 @@ typedef enum tg_null_name_policy {
 
 /*
  * Whether the TPM is reached through a resource manager that flushes a client's
- * transient objects and sessions when its connection closes (issue 18): the Linux
- * kernel's /dev/tpmrmN and tpm2-abrmd do. The plugin's one-shot unlock then leaves its
- * last FlushContext to it (tokens/seal.c, tg_unseal()).
+ * transient objects and sessions when its connection closes: the Linux kernel's
+ * /dev/tpmrmN and tpm2-abrmd do. The plugin's one-shot unlock then leaves its last
+ * FlushContext to it (tokens/seal.c, tg_unseal(); docs/design.md §2.4, the last flush
+ * under a resource manager).
  */
 typedef enum tg_resource_manager {
         TG_RESOURCE_MANAGER_AUTO, /* from the tcti: device:/dev/tpmrmN or tabrmd (the default) */
@@ -47,7 +48,7 @@ typedef struct tg_config {
         uint32_t da_lockout_recovery; /* seconds after a failed lockout authorization; TG_DA_LOCKOUT_RECOVERY */
         unsigned pin_tries;    /* wrong PINs per unlock before giving up to the passphrase */
         unsigned pin_da_reserve; /* TPM DA tries an unlock never spends */
-        bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: issue 14 §3) */
+        bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: docs/design.md §9.1) */
         bool allow_unextended_pcrs; /* seal to PCRs at their reset value (default no) */
         unsigned pin_min_length; /* shortest new PIN accepted (default TG_PIN_MIN_LENGTH_DEFAULT) */
         /* Not a file setting: set by the CLI's --accept-token-policy, to carry

@@ -80,7 +80,7 @@ int cryptsetup_token_open_pin(struct crypt_device *cd, int token, const char *pi
                 return -ENOENT;
         }
         /* An empty PIN (Enter at the prompt) is no PIN: it never reaches the
-         * TPM, so it costs no dictionary-attack try (issue 14 §3). */
+         * TPM, so it costs no dictionary-attack try (docs/design.md §9.1). */
         if (pin && pin_size > 0) {
                 r = tg_secret_new_copy(pin, pin_size, &pin_secret);
                 if (r < 0)

@@ -239,7 +239,7 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
 }
 
 /*
- * Step 4a (issue 18): the EK signing key persisted at TG_EK_SIGNING_HANDLE, so that every
+ * Step 4a (docs/design.md §2.2 step 4): the EK signing key persisted at TG_EK_SIGNING_HANDLE, so that every
  * verification reads it (one ReadPublic) instead of re-creating it (a CreatePrimary in a salted
  * endorsement session). Nothing here is trusted later: verification compares the name at the
  * handle with the pinned name before use and checks the certification against the pinned public

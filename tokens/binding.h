@@ -8,7 +8,7 @@
 #include "secret.h"
 
 /*
- * Volume binding: stops decoy volumes (issue 14 §4).
+ * Volume binding: stops decoy volumes (docs/design.md §9.1).
  *
  * The attack: a LUKS2 volume of the attacker's, with the victim's UUID and
  * a tpmguard token of its own (sealed with commands injected on the bus, no

@@ -86,7 +86,7 @@ int tg_pcr_value_parse(const char *s, tg_pcr_values *values) {
  * A PCR still at its reset value (all zeros, or all ones for the
  * locality-reset PCRs 17-22) measures nothing: a secret sealed to it is
  * bound to no boot state, and after a TPM reset it is "good" again without
- * any replay (issue 14 §3).
+ * any replay (docs/design.md §9.1).
  */
 int tg_pcr_values_check_extended(const tg_pcr_values *values, uint32_t mask) {
         for (unsigned i = 0; i < TG_PCR_COUNT; i++) {
@@ -265,7 +265,7 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
         /*
          * The SRK's ESYS_TR this verified TPM already holds (an unseal before, in a lifecycle
          * operation), else one ReadPublic (Esys_TR_FromTPMPublic); its public area and name come
-         * from ESAPI's metadata (tr_public), not from a second ReadPublic (issue 18). Either is
+         * from ESAPI's metadata (tr_public), not from a second ReadPublic (docs/design.md §2.4). Either is
          * what one ReadPublic returned, checked below exactly as before.
          */
         persistent.tr = tg_vtpm_take_srk(v);
@@ -325,7 +325,7 @@ static int srk_for_seal(tg_verified_tpm *v, const tg_secret *owner_auth, tg_hand
 }
 
 /*
- * An ESYS_TR for the persistent SRK handle, made without a TPM command (issue 18): the
+ * An ESYS_TR for the persistent SRK handle, made without a TPM command (docs/design.md §2.4): the
  * IESYS_RESOURCE of Esys_TR_Serialize (handle, name, resource type) with no public area,
  * named by the token's parent_name. Only for a password-authorized Load (no HMAC names
  * the parent): the TPM then refuses the token's private blob under any key but the real
@@ -488,7 +488,7 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
         /* inSensitive is the first parameter: encrypted in the salted session. */
         if (ret_object) {
                 /*
-                 * CreateLoaded (issue 18): the object stays loaded for the caller's test unseal,
+                 * CreateLoaded (docs/design.md §2.4): the object stays loaded for the caller's test unseal,
                  * one Load (and the parent's ReadPublic) fewer. Its response (the handle's name,
                  * outPrivate, outPublic) is authenticated by the salted HMAC session like Create's,
                  * so the loaded object is the one the token describes.
@@ -695,7 +695,7 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                 TPM2B_NAME our_name;
 
                 /*
-                 * No HMAC session (one-shot, issue 18): the policy session is the only salted
+                 * No HMAC session (one-shot, docs/design.md §2.4): the policy session is the only salted
                  * session, started first (which flushes the NULL key, so that through /dev/tpmrm0
                  * fewer handles are live per command), and the Load has a password authorization:
                  * the SRK has an empty authValue, so the password tells the bus nothing. What the
@@ -761,7 +761,7 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
         r = unseal_object(v, token, auth, object.tr, &policy, ret_secret);
         if (r >= 0 && tg_vtpm_rm_flushes(v))
                 /*
-                 * One-shot through a resource manager that flushes at close (issue 18): the sealed
+                 * One-shot through a resource manager that flushes at close (docs/design.md §2.4): the sealed
                  * object is not flushed by us but closed in ESAPI only, and the RM flushes it when
                  * tg_verified_tpm_free() closes the connection, at the end of this token open call.
                  * That is strictly cheaper there: the kernel would ContextLoad the object only to

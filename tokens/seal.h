@@ -41,7 +41,7 @@ int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *s
 
 /*
  * tg_seal(), with CreateLoaded instead of Create: ret_object is the sealed
- * object, still loaded, for a test unseal with tg_unseal_loaded() (issue 18:
+ * object, still loaded, for a test unseal with tg_unseal_loaded() (docs/design.md §2.4:
  * one Load and one ReadPublic fewer than tg_unseal() of the new token).
  */
 int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token,

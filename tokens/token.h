@@ -85,7 +85,7 @@ int tg_token_to_string(const tg_token *t, char **ret);
  * Is the token's policy weaker than the configuration's? The LUKS2 header
  * is attacker-writable, so a token that claims less than tpmguard.conf asks
  * for (no PIN where PINs are required, another PCR bank, a PCR set that
- * lacks one of the configured PCRs) may have been edited (issue 14 §2).
+ * lacks one of the configured PCRs) may have been edited (docs/design.md §9.1).
  * True with a reason in why[size]; a superset of the PCRs is not weaker.
  */
 bool tg_token_policy_weaker(const tg_token *t, const tg_config *config, char *why, size_t size);

@@ -206,7 +206,7 @@ void tg_tcti_wipe_last_response(TSS2_TCTI_CONTEXT *tcti) {
         /*
          * The length is the one the transport returned for this very buffer (at most the
          * capacity ESAPI offered), never a field of the response: a forged parameterSize
-         * (issue 22) cannot make this write leave the buffer.
+         * (docs/design.md §2.7) cannot make this write leave the buffer.
          */
         explicit_bzero(t->last_response, t->last_response_size);
 }

@@ -11,7 +11,7 @@
 /*
  * tpmguard's own TCTI layer: every byte between ESAPI and the transport that
  * tss2-tctildr opened (device, swtpm, ...) passes through it. Every byte from
- * the bus is hostile (issue 22): this layer
+ * the bus is hostile (docs/design.md §2.7): this layer
  *
  *  - checks the framing of every response before ESAPI and tss2-sys see it
  *    (its size field equals the number of bytes the transport delivered, its

@@ -159,7 +159,7 @@ void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys) {
 
         /*
          * Not Tss2_Sys_GetRpBuffer(): the size it reports is the response's own parameterSize
-         * field, which the bus chooses (issue 22: a huge one made this an out-of-bounds write of
+         * field, which the bus chooses (docs/design.md §2.7: a huge one made this an out-of-bounds write of
          * the attacker's length, crashing the unlock). Our TCTI layer wipes the buffer the
          * response was received into, by the length the transport returned for it.
          */

@@ -87,7 +87,7 @@ void tg_handle_release(tg_handle *h);
 /* The persistent SRK's handle (TCG Provisioning Guidance; systemd uses the same). */
 #define TG_SRK_HANDLE UINT32_C(0x81000001)
 /*
- * Where provisioning persists the EK signing key (issue 18: one CreatePrimary fewer per
+ * Where provisioning persists the EK signing key (docs/design.md §2.2 step 4: one CreatePrimary fewer per
  * verification): the first endorsement-hierarchy handle past the TCG's EK block
  * (0x81010000-0x810100FF, Registry of Reserved TPM 2.0 Handles). The pinned file records
  * the handle actually used; verification accepts only handles in the endorsement range.

@@ -45,7 +45,7 @@ void tg_vcache_drop(const tg_config *config);
 
 /*
  * The TPM's dictionary-attack state as last read live in this boot
- * (cache_dir/da-state.json, bound to the boot ID; issue 18): the plugin's
+ * (cache_dir/da-state.json, bound to the boot ID; docs/design.md §2.4, the warm unlock's DA read): the plugin's
  * warm unlock checks pin_da_reserve against it instead of a GetCapability.
  * Every live read stores it (tokens/unlock.c), so it is exact for
  * tpmguard's own tries, conservative over time (the TPM only forgives

@@ -259,7 +259,7 @@ static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const 
         }
         if (kernel_null_name && v->one_shot) {
                 /*
-                 * One-shot with the kernel's null_name (issue 18): no HMAC session and no proof
+                 * One-shot with the kernel's null_name (docs/design.md §2.4): no HMAC session and no proof
                  * command. The only salted session is the Unseal's policy session, salted to the
                  * public area vcache_load() checked against the kernel's null_name (so only the TPM
                  * that holds that NULL key's private part can derive its session key). The proof
@@ -370,7 +370,7 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, ESYS_TR auth_session, 
 }
 
 /*
- * The EK signing key persisted at provisioning (issue 18): one ReadPublic instead of a
+ * The EK signing key persisted at provisioning (docs/design.md §2.2 step 4): one ReadPublic instead of a
  * CreatePrimary in an endorsement-authorized salted session (≈ 0.5 s on a discrete TPM).
  *
  * Check kept: the key that certifies the NULL key is the pinned one. The name of what answers
@@ -639,7 +639,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                  * Without the kernel's null_name, the persistent SRK's ESYS_TR is cached with the
                  * NULL key: the cached path's audited proof reads it (unsealing then takes it from
                  * there, so this ReadPublic is not an extra one); none if there is no SRK yet. With
-                 * the null_name (issue 18) no cached path reads it: the one-shot unlock loads under
+                 * the null_name (docs/design.md §2.4) no cached path reads it: the one-shot unlock loads under
                  * the SRK with a password authorization, which needs no ReadPublic (tokens/seal.c).
                  */
                 if (!report->kernel_null_name_present &&

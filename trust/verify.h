@@ -91,7 +91,7 @@ void tg_vtpm_session_done(tg_verified_tpm *v, bool succeeded);
 /*
  * Whether the verified TPM has a salted HMAC session. A one-shot verified
  * TPM has none when the kernel exports a null_name or after a full
- * verification (issue 18): its only salted session is the Unseal's policy
+ * verification (docs/design.md §2.4): its only salted session is the Unseal's policy
  * session (tg_vtpm_start_policy_session()), and tg_unseal() loads under a
  * password authorization (see there for which check replaces the HMAC).
  */
@@ -111,7 +111,7 @@ ESYS_TR tg_vtpm_take_srk(tg_verified_tpm *v);
 /*
  * Hands the persistent SRK's ESYS_TR back after use (a Load or Create under
  * it), so that a later seal or unseal on the same verified TPM reads it no
- * more (issue 18: the lifecycle's unseal, seal and test unseal read it once).
+ * more (docs/design.md §2.4: the lifecycle's unseal, seal and test unseal read it once).
  * Takes ownership; closes it when one is already held.
  */
 void tg_vtpm_give_srk(tg_verified_tpm *v, ESYS_TR srk);
