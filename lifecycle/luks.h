@@ -93,7 +93,7 @@ bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot);
  * {"type":"tpmguard-kept","keyslots":["N"],"version":1,"was":"clevis"},
  * written by tpmguard migrate when it removes a systemd-tpm2 or clevis token
  * but keeps the keyslot the token named, because nothing proved that keyslot
- * the token's (tokens/lifecycle.c: migrate_prove). Without it the keyslot
+ * the token's (lifecycle/lifecycle.c: migrate_prove). Without it the keyslot
  * would look like any passphrase's, and tpmguard audit would call the volume
  * safe while a secret that crossed the bus (recorded by a sniffer, or read by
  * an interposer that made the proof fail) still opens it. audit reports it

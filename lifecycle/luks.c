@@ -167,7 +167,7 @@ static int free_keyslot(struct crypt_device *cd, const char *device) {
 }
 
 /*
- * The header changes of an enrollment: pending marker (tokens/lifecycle.h),
+ * The header changes of an enrollment: pending marker (lifecycle/lifecycle.h),
  * keyslot, marker bound to it, seal and test, token, marker removed. A
  * signal (lib/interrupt.h) or an error before the token write undoes the
  * keyslot; a crash leaves the marker, which 'tpmguard status' reports and

@@ -34,7 +34,7 @@
 #define TG_PENDING_VERSION 1
 
 /*
- * Authentication (tokens/marker-auth.c): the header is attacker-writable, so
+ * Authentication (lifecycle/marker-auth.c): the header is attacker-writable, so
  * tpmguard signs every marker it writes ("mac": HMAC-SHA256 under the
  * root-only random key state_dir/marker.key, created on the first marker
  * write, over the volume UUID and the marker's fields except "keyslots").
@@ -105,7 +105,7 @@ bool tg_pending_marker_is_passphrase_op(const tg_pending_marker *m);
 /* Strict parser and writer of the marker token (type, keyslots, operation, token, old/new keyslot). */
 int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret);
 int tg_pending_marker_to_string(const tg_pending_marker *m, char **ret);
-/* Completes or undoes what marker token marker_id records, then removes it (tokens/luks.c: enroll). */
+/* Completes or undoes what marker token marker_id records, then removes it (lifecycle/luks.c: enroll). */
 struct crypt_device;
 int tg_pending_marker_resolve(const char *state_dir, struct crypt_device *cd, const char *device, int marker_id);
 

@@ -10,7 +10,7 @@
  * about a secret any other way. The LUKS2 header is attacker-editable, so
  * nothing read from it (tokens, pending markers) can weaken verification,
  * and a pending marker directs the destruction of a keyslot only when it
- * carries this machine's MAC (tokens/marker-auth.c): a planted or edited
+ * carries this machine's MAC (lifecycle/marker-auth.c): a planted or edited
  * marker is removed and nothing else is touched. Even an authentic marker
  * never makes us destroy a keyslot that a token still references, nor the
  * last one.
