@@ -33,6 +33,7 @@
 #include "log.h"
 #include "luks.h"
 #include "macro.h"
+#include "pending-marker.h"
 #include "status.h"
 #include "token.h"
 #include "util.h"

@@ -27,6 +27,7 @@
 #include "lifecycle.h"
 #include "lockout.h"
 #include "luks.h"
+#include "marker-auth.h"
 #include "nullname.h"
 #include "pinned.h"
 #include "policy.h"

@@ -11,9 +11,10 @@
 #include "interrupt.h"
 #include "json-util.h"
 #include "keyslot-owner.h"
-#include "lifecycle.h"
 #include "log.h"
 #include "luks.h"
+#include "marker-auth.h"
+#include "pending-marker.h"
 #include "token.h"
 #include "verify.h"
 
@@ -326,7 +327,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         explicit_bzero(&token, sizeof token);
         /* From here on the enrollment is complete; the marker only says so (migrate: and resolving it
          * removes the old token and keyslot, the same code a later run uses after a crash). */
-        r = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id);
+        r = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id, -1);
         if (r < 0)
                 log_warning("The enrollment is complete, but its pending marker (token %d) is left over%s; "
                             "'tpmguard cleanup %s' %s.", marker_id,
@@ -340,7 +341,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
 
 undo:
         explicit_bzero(&token, sizeof token);
-        q = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id);
+        q = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id, -1);
         if (q < 0)
                 log_error("Could not undo everything; run 'tpmguard cleanup %s'.", device);
         else
@@ -381,6 +382,10 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
         if (tg_interrupt_end() != 0 && r >= 0)
                 log_notice("Interrupted after the enrollment was complete: it is kept.");
         return r;
+}
+
+bool tg_migratable_token_type(const char *type) {
+        return type && (strcmp(type, "systemd-tpm2") == 0 || strcmp(type, "clevis") == 0);
 }
 
 int tg_luks_use_minimal_pbkdf(struct crypt_device *cd) {

@@ -40,6 +40,9 @@ int tg_luks_token_remove(struct crypt_device *cd, int id);
 /* Destroys a keyslot; never the last active one. */
 int tg_luks_keyslot_destroy(struct crypt_device *cd, int keyslot);
 
+/* Token types tpmguard migrate replaces: TPM-bound tokens of its peers. */
+bool tg_migratable_token_type(const char *type);
+
 /* Opens a LUKS2 header; distinct errors for "no such device" and "not LUKS2". */
 int tg_luks_open(const char *device, struct crypt_device **ret);
 

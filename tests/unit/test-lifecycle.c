@@ -20,6 +20,8 @@
 #include "error.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "marker-auth.h"
+#include "pending-marker.h"
 #include "recovery.h"
 
 #define GOOD "{\"type\":\"tpmguard-pending\",\"keyslots\":[\"3\"],\"version\":1,\"operation\":\"rotate\"," \
