@@ -24,7 +24,6 @@
 #include "ek.h"
 #include "error.h"
 #include "log.h"
-#include "lifecycle.h"
 #include "lockout.h"
 #include "luks.h"
 #include "marker-auth.h"

@@ -9,11 +9,14 @@
 #include <string.h>
 
 #include "error.h"
+#include "keyslot-report.h"
+#include "label.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "lockout.h"
 #include "luks.h"
 #include "marker-auth.h"
+#include "marker-resolve.h"
 #include "nullname.h"
 #include "pending-marker.h"
 #include "pinned.h"

@@ -5,10 +5,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "config.h"
 #include "macro.h"
-#include "seal.h"
 #include "secret.h"
+#include "token.h"
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(struct crypt_device *, crypt_free);
 #define _cleanup_crypt_ _cleanup_(crypt_freep)
@@ -39,6 +38,8 @@ int tg_luks_token_load(struct crypt_device *cd, int id, tg_token *ret);
 int tg_luks_token_remove(struct crypt_device *cd, int id);
 /* Destroys a keyslot; never the last active one. */
 int tg_luks_keyslot_destroy(struct crypt_device *cd, int keyslot);
+/* The first keyslot that is inactive and named by no token (the one rule for a new keyslot). */
+int tg_luks_keyslot_free(struct crypt_device *cd, const char *device);
 
 /* Token types tpmguard migrate replaces: TPM-bound tokens of its peers. */
 bool tg_migratable_token_type(const char *type);
@@ -68,7 +69,7 @@ bool tg_luks_keyslot_has_peer_pbkdf(struct crypt_device *cd, int keyslot);
  * open it. Benchmarked once here and then fixed (no second benchmark inside
  * libcryptsetup), so that the exact parameters are known before the keyslot
  * exists: the pending marker records them as the fingerprint of the keyslot
- * it announces (lifecycle.h).
+ * it announces (pending-marker.h).
  */
 typedef struct tg_pbkdf_fingerprint {
         char type[16];            /* "" = none recorded */
@@ -80,75 +81,6 @@ int tg_luks_use_human_pbkdf(struct crypt_device *cd, uint32_t time_ms, tg_pbkdf_
 /* True when keyslot has exactly the PBKDF of the fingerprint (type non-empty). */
 bool tg_luks_keyslot_has_pbkdf(struct crypt_device *cd, int keyslot, const tg_pbkdf_fingerprint *f);
 
-/*
- * The recovery-key label: a token of type TG_RECOVERY_TOKEN_TYPE, no secret,
- * {"type":"tpmguard-recovery","keyslots":["N"],"version":1}, that marks
- * keyslot N as a recovery key made by `tpmguard recovery-key` (LUKS2 keyslots
- * carry no label). It is only a label: attacker-editable like the whole
- * header, it decides nothing but what status prints, and a keyslot it names
- * is not "used" by a token (it may be replaced and destroyed).
- */
-#define TG_RECOVERY_TOKEN_TYPE "tpmguard-recovery"
-bool tg_luks_keyslot_is_recovery_key(struct crypt_device *cd, int keyslot);
-
-/*
- * The kept-keyslot label: a token of type TG_KEPT_TOKEN_TYPE, no secret,
- * {"type":"tpmguard-kept","keyslots":["N"],"version":1,"was":"clevis"},
- * written by tpmguard migrate when it removes a systemd-tpm2 or clevis token
- * but keeps the keyslot the token named, because nothing proved that keyslot
- * the token's (lifecycle/lifecycle.c: migrate_prove). Without it the keyslot
- * would look like any passphrase's, and tpmguard audit would call the volume
- * safe while a secret that crossed the bus (recorded by a sniffer, or read by
- * an interposer that made the proof fail) still opens it. audit reports it
- * as exposed until the owner removes the keyslot. Like every label it is
- * attacker-editable and decides nothing; it is not a "user" of the keyslot.
- */
-#define TG_KEPT_TOKEN_TYPE "tpmguard-kept"
-bool tg_luks_keyslot_is_kept(struct crypt_device *cd, int keyslot);
-/* Is token id a label (recovery key, kept keyslot): no secret, never a user of the keyslot it names? */
-bool tg_luks_token_is_label(struct crypt_device *cd, int id);
-/* Writes the kept-keyslot label for keyslot (was: the removed token's type), unless one names it already. */
-int tg_luks_kept_label_write(struct crypt_device *cd, int keyslot, const char *was);
-/* Does a token other than except_token, and other than a label (recovery key, kept keyslot), list keyslot? */
-bool tg_luks_keyslot_used_by_token(struct crypt_device *cd, int keyslot, int except_token);
-/* Removes labels (recovery key, kept keyslot) whose keyslots no longer exist; counts into *actions (optional). */
-int tg_luks_remove_orphan_labels(struct crypt_device *cd, unsigned *actions);
-
-/*
- * Appends to KEYSLOTS (a JSON array) one object per active keyslot: its
- * number, the tokens that list it (labels never; pending markers only
- * WITH_PENDING) and what the header says it is ("token", "recovery-key",
- * "kept-unproven" or "passphrase"). What status and audit report: the header
- * is attacker-editable, so this decides nothing.
- */
-int tg_luks_keyslots_describe(struct crypt_device *cd, bool with_pending, json_object *keyslots);
 
 /* A fresh keyslot passphrase: 32 random bytes, base64 (44 characters, no NUL). */
 int tg_keyslot_secret_new(tg_secret **ret);
-
-typedef struct tg_enroll_options {
-        tg_seal_params seal;
-        int keyslot;                    /* CRYPT_ANY_SLOT or a slot number */
-        const tg_secret *endorsement_auth; /* for the verification; NULL: empty */
-        /* tg_migrate only: the enrollment's marker is a "migrate" one naming the token it replaces and the
-         * keyslot only that token used (-1: keep it); resolving it removes both (lifecycle.h). */
-        bool migrate;
-        int migrate_token;
-        int migrate_keyslot;
-        /* tg_migrate only: proves migrate_keyslot the old token's. Called once the new keyslot is proven
-         * and tpmguard's TPM connection is closed, before the token is written: >0 proven (the marker is
-         * rewritten to name the keyslot, which then goes with the old token), 0 not proven (the marker
-         * names none: it is kept, now and after a crash), <0 the enrollment is undone. Required whenever
-         * migrate_keyslot >= 0: a keyslot number alone, the header's word, never gets a keyslot destroyed. */
-        int (*migrate_prove)(struct crypt_device *cd, void *userdata);
-        void *migrate_prove_userdata;
-} tg_enroll_options;
-
-/*
- * tpmguard enroll: verify the TPM, add a keyslot with a fresh random
- * secret, seal it, prove the seal by unsealing it over a verified session
- * and the keyslot by opening it, and only then write the token. Any failure
- * removes what this call added; existing keyslots are never touched.
- */
-int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlock_passphrase,
-              const tg_enroll_options *options, int *ret_keyslot, int *ret_token);

@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "lifecycle.h"
 #include "log.h"
 #include "marker-auth.h"
 #include "pending-marker.h"
