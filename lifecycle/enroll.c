@@ -17,27 +17,16 @@
 #include "error.h"
 #include "fault.h"
 #include "interrupt.h"
+#include "keyslot-change.h"
 #include "keyslot-owner.h"
 #include "log.h"
 #include "luks.h"
-#include "marker-auth.h"
-#include "marker-resolve.h"
-#include "pending-marker.h"
 #include "token.h"
 #include "verify.h"
 
-static int free_keyslot(struct crypt_device *cd, const char *device) {
-        int n = crypt_keyslot_max(CRYPT_LUKS2);
-
-        for (int k = 0; k < n; k++)
-                if (crypt_keyslot_status(cd, k) == CRYPT_SLOT_INACTIVE)
-                        return k;
-        return log_error_rc(-TG_ERR_CRYPTSETUP, "%s has no free keyslot.", device);
-}
-
 /*
- * The header changes of an enrollment: pending marker (lifecycle/pending-marker.h),
- * keyslot, marker bound to it, seal and test, token, marker removed. A
+ * The header changes of an enrollment, one keyslot change (keyslot-change.h):
+ * pending marker, keyslot, marker bound to it, seal and test, token, marker removed. A
  * signal (lib/interrupt.h) or an error before the token write undoes the
  * keyslot; a crash leaves the marker, which 'tpmguard status' reports and
  * 'tpmguard cleanup' (or any lifecycle command) resolves.
@@ -48,74 +37,39 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         _cleanup_secret_ tg_secret *secret = NULL, *check = NULL;
         _cleanup_free_ char *json = NULL, *marker_json = NULL;
         _cleanup_handle_ tg_handle object = TG_HANDLE_NULL;
-        tg_pending_marker m = { .operation = "enroll", .token = -1, .old_keyslot = -1, .bound_keyslot = -1 };
+        tg_keyslot_change change;
         tg_verified_tpm *v = *vp;
         tg_token token;
-        int keyslot, marker_id, token_id, r, q;
+        int keyslot, token_id, r;
 
-        if (options->migrate) {
-                snprintf(m.operation, sizeof m.operation, "migrate");
-                m.token = options->migrate_token;
-                /* To be proven first (migrate_prove): until then a crash destroys no old keyslot. Its number
-                 * alone, the header's word, never names it. */
-                assert(options->migrate_keyslot < 0 || options->migrate_prove);
-                m.old_keyslot = -1;
-        }
+        /* migrate: the old keyslot is to be proven first (migrate_prove): until then a crash destroys no old
+         * keyslot. Its number alone, the header's word, never names it. */
+        assert(!options->migrate || options->migrate_keyslot < 0 || options->migrate_prove);
 
-        keyslot = options->keyslot >= 0 ? options->keyslot : free_keyslot(cd, device);
+        keyslot = options->keyslot >= 0 ? options->keyslot : tg_luks_keyslot_free(cd, device);
         if (keyslot < 0)
                 return keyslot;
-        m.new_keyslot = keyslot;
         r = tg_keyslot_secret_new(&secret);
         if (r < 0)
                 return r;
         r = tg_luks_use_minimal_pbkdf(cd);
         if (r < 0)
                 return r;
-        r = tg_pending_marker_sign(config->state_dir, cd, &m);
+        r = tg_keyslot_change_begin(config->state_dir, cd, device, &(tg_keyslot_change_params) {
+                                            .operation = options->migrate ? "migrate" : "enroll",
+                                            .token = options->migrate ? options->migrate_token : -1,
+                                            .old_keyslot = -1,
+                                            .new_keyslot = keyslot,
+                                            .marker_id = TG_KEYSLOT_CHANGE_MARKER_HIGHEST,
+                                            .authorization = unlock_passphrase,
+                                            .secret = secret,
+                                            .interrupt_step = "after adding the keyslot",
+                                            .eperm_is_wrong_passphrase = true,
+                                            .name_device = true,
+                                            .undone = "Nothing was kept: no keyslot, no token.",
+                                    }, &change);
         if (r < 0)
                 return r;
-        r = tg_pending_marker_to_string(&m, &marker_json);
-        if (r < 0)
-                return r;
-        r = tg_interrupt_check("before any change");
-        if (r < 0)
-                return r;
-
-        /* The marker takes the highest free token id, so the token itself gets the lowest (as before markers). */
-        marker_id = -ENOSPC;
-        for (int id = tg_luks_tokens_max() - 1; id >= 0 && marker_id == -ENOSPC; id--)
-                if (crypt_token_status(cd, id, NULL) == CRYPT_TOKEN_INACTIVE)
-                        marker_id = id;
-        if (marker_id >= 0)
-                marker_id = crypt_token_json_set(cd, marker_id, marker_json);
-        if (marker_id < 0)
-                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the pending marker: %s. Nothing was changed.",
-                                    strerror(-marker_id));
-        tg_fault_point("after-marker-write");
-
-        r = crypt_keyslot_add_by_passphrase(cd, keyslot,
-                                            (const char *) unlock_passphrase->data, unlock_passphrase->size,
-                                            (const char *) secret->data, secret->size);
-        if (r == -EPERM) {
-                r = log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase.", device);
-                goto undo;
-        }
-        if (r < 0) {
-                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot add keyslot %d to %s: %s", keyslot, device, strerror(-r));
-                goto undo;
-        }
-        tg_fault_point("after-keyslot-add");
-        log_info("Added keyslot %d.", keyslot);
-        r = crypt_token_assign_keyslot(cd, marker_id, keyslot);
-        if (r < 0) {
-                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot bind the pending marker to keyslot %d: %s", keyslot, strerror(-r));
-                goto undo;
-        }
-        tg_fault_point("after-marker-bind");
-        r = tg_interrupt_check("after adding the keyslot");
-        if (r < 0)
-                goto undo;
 
         /* The sealed object stays loaded for the test unseal (CreateLoaded: no Load, no ReadPublic). */
         r = tg_seal_loaded(v, &options->seal, secret, &token, &object);
@@ -158,16 +112,11 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
                         /* Bound by its KDF salt, not only its number (migrate_marker_plan). */
                         tg_keyslot_own(config->state_dir, cd, options->migrate_keyslot);
                         /* One write: the marker (still bound to the new keyslot) now names the old one. */
-                        m.old_keyslot = options->migrate_keyslot;
-                        m.bound_keyslot = keyslot;
-                        free(marker_json);
-                        marker_json = NULL;
-                        r = tg_pending_marker_sign(config->state_dir, cd, &m);
-                        if (r >= 0)
-                                r = tg_pending_marker_to_string(&m, &marker_json);
+                        change.marker.old_keyslot = options->migrate_keyslot;
+                        r = tg_keyslot_change_sign(&change, &marker_json);
                         if (r < 0)
                                 goto undo;
-                        r = crypt_token_json_set(cd, marker_id, marker_json);
+                        r = crypt_token_json_set(cd, change.marker_id, marker_json);
                         if (r < 0) {
                                 r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot update the pending marker: %s",
                                                  strerror(-r));
@@ -195,10 +144,10 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
         explicit_bzero(&token, sizeof token);
         /* From here on the enrollment is complete; the marker only says so (migrate: and resolving it
          * removes the old token and keyslot, the same code a later run uses after a crash). */
-        r = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id, -1);
+        r = tg_keyslot_change_commit(&change, -1);
         if (r < 0)
                 log_warning("The enrollment is complete, but its pending marker (token %d) is left over%s; "
-                            "'tpmguard cleanup %s' %s.", marker_id,
+                            "'tpmguard cleanup %s' %s.", change.marker_id,
                             options->migrate ? " with the old token" : "", device,
                             options->migrate ? "removes them" : "removes it");
         if (ret_keyslot)
@@ -209,11 +158,7 @@ static int enroll_steps(const tg_config *config, struct crypt_device *cd, tg_ver
 
 undo:
         explicit_bzero(&token, sizeof token);
-        q = tg_pending_marker_resolve(config->state_dir, cd, device, marker_id, -1);
-        if (q < 0)
-                log_error("Could not undo everything; run 'tpmguard cleanup %s'.", device);
-        else
-                log_info("Nothing was kept: no keyslot, no token.");
+        tg_keyslot_change_undo(&change);
         return r;
 }
 

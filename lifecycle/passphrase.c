@@ -13,14 +13,13 @@
 #include "binding.h"
 #include "error.h"
 #include "fault.h"
+#include "keyslot-change.h"
 #include "label.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "luks.h"
-#include "marker-auth.h"
 #include "marker-resolve.h"
 #include "passphrase.h"
-#include "pending-marker.h"
 #include "recovery.h"
 #include "util.h"
 
@@ -107,8 +106,9 @@ typedef struct typed_keyslot_change {
  */
 static int typed_keyslot_add(tg_lifecycle *lc, const typed_keyslot_change *c, tg_passphrase_result *ret) {
         _cleanup_free_ char *marker_json = NULL, *label_json = NULL;
-        tg_pending_marker m = { .token = -1, .old_keyslot = c->old_keyslot, .bound_keyslot = -1 };
-        int marker_id, label_id = -1, new_keyslot, r, q;
+        tg_pbkdf_fingerprint pbkdf;
+        tg_keyslot_change change;
+        int marker_id, label_id = -1, new_keyslot, r;
 
         new_keyslot = tg_luks_keyslot_free(lc->cd, lc->device);
         if (new_keyslot < 0)
@@ -117,48 +117,27 @@ static int typed_keyslot_add(tg_lifecycle *lc, const typed_keyslot_change *c, tg
                 label_id = free_token_id(lc->cd, -1, lc->device);
                 if (label_id < 0)
                         return label_id;
-                m.token = label_id;
         }
         marker_id = free_token_id(lc->cd, label_id, lc->device);
         if (marker_id < 0)
                 return marker_id;
-        m.new_keyslot = new_keyslot;
-        snprintf(m.operation, sizeof m.operation, "%s", c->operation);
-        r = tg_luks_use_human_pbkdf(lc->cd, c->pbkdf_time_ms, &m.pbkdf);
+        r = tg_luks_use_human_pbkdf(lc->cd, c->pbkdf_time_ms, &pbkdf);
         if (r < 0)
                 return r;
 
-        /* 1. The marker, signed, before anything it describes exists. */
-        r = tg_pending_marker_sign(lc->state_dir, lc->cd, &m);
+        /* 1, 2. The marker, signed, before anything it describes exists; the new keyslot, and the marker bound to it. */
+        r = tg_keyslot_change_begin(lc->state_dir, lc->cd, lc->device, &(tg_keyslot_change_params) {
+                                            .operation = c->operation,
+                                            .token = label_id,
+                                            .old_keyslot = c->old_keyslot,
+                                            .new_keyslot = new_keyslot,
+                                            .marker_id = marker_id,
+                                            .pbkdf = pbkdf,
+                                            .authorization = c->authorization,
+                                            .secret = c->new_secret,
+                                    }, &change);
         if (r < 0)
                 return r;
-        r = tg_pending_marker_to_string(&m, &marker_json);
-        if (r < 0)
-                return r;
-        r = crypt_token_json_set(lc->cd, marker_id, marker_json);
-        if (r < 0)
-                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the pending marker: %s. Nothing was changed.",
-                                    strerror(-r));
-        tg_fault_point("after-marker-write");
-
-        /* 2. The new keyslot, and the marker bound to it. */
-        r = crypt_keyslot_add_by_passphrase(lc->cd, new_keyslot, (const char *) c->authorization->data,
-                                            c->authorization->size, (const char *) c->new_secret->data,
-                                            c->new_secret->size);
-        if (r < 0) {
-                r = log_error_rc(r == -EPERM ? -TG_ERR_BAD_PIN : -TG_ERR_CRYPTSETUP, "Cannot add keyslot %d: %s",
-                                 new_keyslot, strerror(-r));
-                goto undo;
-        }
-        tg_fault_point("after-keyslot-add");
-        r = crypt_token_assign_keyslot(lc->cd, marker_id, new_keyslot);
-        if (r < 0) {
-                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot bind the pending marker to keyslot %d: %s",
-                                 new_keyslot, strerror(-r));
-                goto undo;
-        }
-        m.bound_keyslot = new_keyslot;
-        tg_fault_point("after-marker-bind");
 
         /* 3. Proven: the new secret opens exactly the new keyslot. */
         r = crypt_activate_by_passphrase(lc->cd, NULL, new_keyslot, (const char *) c->new_secret->data,
@@ -188,16 +167,11 @@ static int typed_keyslot_add(tg_lifecycle *lc, const typed_keyslot_change *c, tg
         }
 
         /* 5. The commit: one write. From here on the new secret is the one. */
-        m.committed = true;
-        free(marker_json);
-        marker_json = NULL;
-        r = tg_pending_marker_sign(lc->state_dir, lc->cd, &m);
+        change.marker.committed = true;
+        r = tg_keyslot_change_sign(&change, &marker_json);
         if (r < 0)
                 goto undo;
-        r = tg_pending_marker_to_string(&m, &marker_json);
-        if (r < 0)
-                goto undo;
-        r = crypt_token_json_set(lc->cd, marker_id, marker_json);
+        r = crypt_token_json_set(lc->cd, change.marker_id, marker_json);
         if (r < 0) {
                 r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot commit the new keyslot %d: %s", new_keyslot, strerror(-r));
                 goto undo;
@@ -205,7 +179,7 @@ static int typed_keyslot_add(tg_lifecycle *lc, const typed_keyslot_change *c, tg
         tg_fault_point("after-commit");
 
         /* 6. The replaced keyslot and the marker: the same code a later run uses after a crash. */
-        r = tg_pending_marker_resolve(lc->state_dir, lc->cd, lc->device, marker_id, -1);
+        r = tg_keyslot_change_commit(&change, -1);
         if (r < 0)
                 return log_error_rc(r, "Keyslot %d is in place, but keyslot %d is left over; run 'tpmguard cleanup %s'.",
                                     new_keyslot, c->old_keyslot, lc->device);
@@ -214,11 +188,7 @@ static int typed_keyslot_add(tg_lifecycle *lc, const typed_keyslot_change *c, tg
         return 0;
 
 undo:
-        q = tg_pending_marker_resolve(lc->state_dir, lc->cd, lc->device, marker_id, -1);
-        if (q < 0)
-                log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
-        else
-                log_info("Nothing was changed.");
+        tg_keyslot_change_undo(&change);
         return r;
 }
 

@@ -10,33 +10,31 @@
 #include "error.h"
 #include "fault.h"
 #include "interrupt.h"
+#include "keyslot-change.h"
 #include "keyslot-owner.h"
 #include "lifecycle.h"
 #include "log.h"
 #include "luks.h"
-#include "marker-auth.h"
 #include "marker-resolve.h"
-#include "pending-marker.h"
 #include "token-ops.h"
 #include "token.h"
 
 /*
- * New keyslot: marker, keyslot (authorized by authorization), marker bound,
- * seal + test, token switched, old keyslot destroyed, marker removed.
+ * New keyslot, one keyslot change (keyslot-change.h): marker, keyslot
+ * (authorized by authorization), marker bound, seal + test, token switched,
+ * old keyslot destroyed, marker removed.
  */
 static int move_to_new_keyslot_steps(tg_lifecycle *lc, const char *operation, const tg_secret *authorization,
                                      const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
         _cleanup_secret_ tg_secret *secret = NULL;
-        _cleanup_free_ char *marker_json = NULL, *token_json = NULL;
-        tg_pending_marker m = { .token = lc->token_id, .old_keyslot = lc->token.keyslot, .bound_keyslot = -1 };
+        _cleanup_free_ char *token_json = NULL;
+        tg_keyslot_change change;
         tg_token t = {};
-        int marker_id, new_keyslot, r, q;
+        int new_keyslot, r;
 
         new_keyslot = tg_luks_keyslot_free(lc->cd, lc->device);
         if (new_keyslot < 0)
                 return new_keyslot;
-        m.new_keyslot = new_keyslot;
-        snprintf(m.operation, sizeof m.operation, "%s", operation);
         r = tg_keyslot_secret_new(&secret);
         if (r < 0)
                 return r;
@@ -44,44 +42,20 @@ static int move_to_new_keyslot_steps(tg_lifecycle *lc, const char *operation, co
         if (r < 0)
                 return r;
 
-        /* 1. The marker, signed, before anything it describes exists. */
-        r = tg_pending_marker_sign(lc->state_dir, lc->cd, &m);
+        /* 1, 2. The marker, signed, before anything it describes exists; the new keyslot, and the marker bound to it. */
+        r = tg_keyslot_change_begin(lc->state_dir, lc->cd, lc->device, &(tg_keyslot_change_params) {
+                                            .operation = operation,
+                                            .token = lc->token_id,
+                                            .old_keyslot = lc->token.keyslot,
+                                            .new_keyslot = new_keyslot,
+                                            .marker_id = CRYPT_ANY_TOKEN,
+                                            .authorization = authorization,
+                                            .secret = secret,
+                                            .interrupt_step = "after adding the new keyslot",
+                                            .eperm_is_wrong_passphrase = true,
+                                    }, &change);
         if (r < 0)
                 return r;
-        r = tg_pending_marker_to_string(&m, &marker_json);
-        if (r < 0)
-                return r;
-        r = tg_interrupt_check("before any change");
-        if (r < 0)
-                return r;
-        marker_id = crypt_token_json_set(lc->cd, CRYPT_ANY_TOKEN, marker_json);
-        if (marker_id < 0)
-                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot write the pending marker: %s. Nothing was changed.",
-                                    strerror(-marker_id));
-        tg_fault_point("after-marker-write");
-
-        /* 2. The new keyslot, and the marker bound to it. */
-        r = crypt_keyslot_add_by_passphrase(lc->cd, new_keyslot, (const char *) authorization->data, authorization->size,
-                                            (const char *) secret->data, secret->size);
-        if (r == -EPERM) {
-                r = log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase.", lc->device);
-                goto undo;
-        }
-        if (r < 0) {
-                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot add keyslot %d: %s", new_keyslot, strerror(-r));
-                goto undo;
-        }
-        tg_fault_point("after-keyslot-add");
-        r = crypt_token_assign_keyslot(lc->cd, marker_id, new_keyslot);
-        if (r < 0) {
-                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot bind the pending marker to keyslot %d: %s",
-                                 new_keyslot, strerror(-r));
-                goto undo;
-        }
-        tg_fault_point("after-marker-bind");
-        r = tg_interrupt_check("after adding the new keyslot");
-        if (r < 0)
-                goto undo;
 
         /* 3. Seal, test, and prove the keyslot. */
         r = tg_lifecycle_seal_and_test(lc, params, secret, new_keyslot, test, &t);
@@ -111,20 +85,18 @@ static int move_to_new_keyslot_steps(tg_lifecycle *lc, const char *operation, co
         tg_fault_point("after-token-switch");
 
         /* 5. Old keyslot and marker: the same code a later run uses after a crash. */
-        r = tg_pending_marker_resolve(lc->state_dir, lc->cd, lc->device, marker_id, lc->proven_keyslot);
+        r = tg_keyslot_change_commit(&change, lc->proven_keyslot);
         if (r < 0)
                 return log_error_rc(r, "Token %d now uses keyslot %d, but the old keyslot %d is left over; "
-                                    "run 'tpmguard cleanup %s'.", lc->token_id, new_keyslot, m.old_keyslot, lc->device);
-        *ret = (tg_lifecycle_result) { .token = lc->token_id, .keyslot = new_keyslot, .old_keyslot = m.old_keyslot };
+                                    "run 'tpmguard cleanup %s'.", lc->token_id, new_keyslot, change.marker.old_keyslot,
+                                    lc->device);
+        *ret = (tg_lifecycle_result) { .token = lc->token_id, .keyslot = new_keyslot,
+                                       .old_keyslot = change.marker.old_keyslot };
         return 0;
 
 undo:
         explicit_bzero(&t, sizeof t);
-        q = tg_pending_marker_resolve(lc->state_dir, lc->cd, lc->device, marker_id, -1);
-        if (q < 0)
-                log_error("Could not undo everything; run 'tpmguard cleanup %s'.", lc->device);
-        else
-                log_info("Nothing was changed.");
+        tg_keyslot_change_undo(&change);
         return r;
 }
 
