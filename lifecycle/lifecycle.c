@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Lifecycle commands: change-pin, rotate, reseal, remove, cleanup (status
- * reporting is the CLI's: cli/status.c).
+ * The frame of the lifecycle commands (lifecycle.h), and their threat and
+ * crash model: change-pin, rotate, reseal, remove, cleanup (token-ops.c,
+ * cleanup.c; status reporting is the CLI's: cli/status.c).
  *
  * Threat model: as for enrollment. The bus is hostile, so every secret (the
  * old keyslot secret coming out of Unseal, the new one going into Create,
@@ -28,7 +29,8 @@
  *     the new keyslot in one write, old keyslot destroyed, marker removed.
  *     Until the switch the old token and keyslot are untouched; from the
  *     switch on the new ones work. The marker tells a later run which of the
- *     two keyslots is left over (lifecycle.h).
+ *     two keyslots is left over (pending-marker.h). Enroll and the
+ *     passphrase operations use the same keyslot change (keyslot-change.h).
  *   - remove: keyslot destroyed first (libcryptsetup unassigns it from the
  *     token in the same write), then the token; a leftover token with no
  *     keyslot is harmless, shown by status and removed by a rerun.

@@ -156,7 +156,13 @@ static int use_minimal_pbkdf(struct crypt_device *cd) {
         return r < 0 ? log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot set the keyslot PBKDF: %s", strerror(-r)) : 0;
 }
 
-/* The one rule for a new keyslot: the first one libcryptsetup reports inactive that no token names. */
+/*
+ * The one rule for a new keyslot (enroll, rotate, reseal, recovery-key, passwd): the first one
+ * libcryptsetup reports inactive that no token names. libcryptsetup refuses a header in which a
+ * token names a keyslot that does not exist, so in any header it loads this is the first inactive
+ * keyslot; the second test only keeps a number a token's "keyslots" entry parses to (tokens are
+ * read with strtol) from being handed out again.
+ */
 int tg_luks_keyslot_free(struct crypt_device *cd, const char *device) {
         for (int k = 0; k < tg_luks_keyslots_max(); k++)
                 if (crypt_keyslot_status(cd, k) == CRYPT_SLOT_INACTIVE && !tg_luks_keyslot_referenced(cd, k, -1))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The pending marker (lifecycle/lifecycle.h): the record that lets a later run
+ * The pending marker (lifecycle/pending-marker.h): the record that lets a later run
  * tell which keyslot an interrupted rotate/reseal left over. It decides
  * which keyslot gets destroyed, so the parser must be strict, writing then
  * parsing must give back exactly what was written, and only a marker with
