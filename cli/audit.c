@@ -30,10 +30,12 @@
 #include "binding.h"
 #include "error.h"
 #include "json-util.h"
-#include "lifecycle.h"
+#include "keyslot-report.h"
+#include "label.h"
 #include "log.h"
 #include "luks.h"
 #include "macro.h"
+#include "pending-marker.h"
 #include "status.h"
 #include "token.h"
 #include "util.h"
@@ -425,7 +427,7 @@ static void assess_clevis(json_object *o, const facts *f, assessment *a) {
 }
 
 /*
- * A keyslot tpmguard migrate kept (luks.h: TG_KEPT_TOKEN_TYPE): the old
+ * A keyslot tpmguard migrate kept (label.h: TG_KEPT_TOKEN_TYPE): the old
  * token is gone, but its secret, which crossed the bus at every unlock
  * before the migration (and once more for the proof), still opens the
  * keyslot unless nothing proved the keyslot the token's because it is a

@@ -8,6 +8,7 @@
 #include "cmdline.h"
 #include "error.h"
 #include "lifecycle.h"
+#include "passphrase.h"
 #include "log.h"
 #include "luks.h"
 #include "prompt.h"

@@ -10,7 +10,11 @@
 #include "cmdline.h"
 #include "binding.h"
 #include "error.h"
+#include "cleanup.h"
+#include "enroll.h"
 #include "lifecycle.h"
+#include "migrate.h"
+#include "token-ops.h"
 #include "log.h"
 #include "luks.h"
 #include "pin.h"
@@ -201,7 +205,7 @@ static int read_old_pin(const cli *c, tg_secret **ret) {
 /*
  * tpmguard migrate DEVICE --token N: a systemd-tpm2 or clevis token replaced
  * by a tpmguard one, authorized by the recovery passphrase or a key file
- * only (tokens/lifecycle.h: tg_migrate). The new policy is the command
+ * only (lifecycle/migrate.h: tg_migrate). The new policy is the command
  * line's or tpmguard.conf's, never the old token's.
  */
 int cmd_migrate(const cli *c, tg_config *config) {

@@ -25,9 +25,9 @@
 #include "ek.h"
 #include "error.h"
 #include "log.h"
-#include "lifecycle.h"
 #include "lockout.h"
 #include "luks.h"
+#include "marker-auth.h"
 #include "nullname.h"
 #include "pinned.h"
 #include "policy.h"
@@ -523,7 +523,7 @@ static void check_provisioning(doctor *d) {
 }
 
 /*
- * The pending-marker key (tokens/marker-auth.c), read as every lifecycle
+ * The pending-marker key (lifecycle/marker-auth.c), read as every lifecycle
  * command reads it: a key other users can read or write would let them
  * forge the markers that decide which keyslot a resumed operation destroys,
  * so those commands refuse it; doctor says so before one of them does.

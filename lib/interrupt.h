@@ -8,7 +8,7 @@
  * the operation checks at each step, undoes what it added, and returns
  * -TG_ERR_CANCELLED. A signal after the last write leaves the completed
  * change in place. SIGKILL and power loss are covered by the pending marker
- * (tokens/lifecycle.h), which 'tpmguard status' reports and 'tpmguard
+ * (lifecycle/pending-marker.h), which 'tpmguard status' reports and 'tpmguard
  * cleanup' resolves.
  *
  * tg_interrupt_begin() installs the handlers (nested calls are counted);

@@ -195,7 +195,7 @@ setup_enrolled_common() {
 setup_enrolled() { setup_enrolled_common "$@"; }
 
 # Signs the pending marker in file $1 for image $2 as tpmguard does
-# (tokens/marker-auth.c): HMAC-SHA256 under $WORK/state/marker.key over the
+# (lifecycle/marker-auth.c): HMAC-SHA256 under $WORK/state/marker.key over the
 # canonical field string, written as "mac". A marker without a "nonce" gets
 # one, registered in $WORK/state/pending-markers as an open operation's is
 # (so the result is what a real interrupted operation leaves). An

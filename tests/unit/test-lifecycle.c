@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The pending marker (tokens/lifecycle.h): the record that lets a later run
+ * The pending marker (lifecycle/pending-marker.h): the record that lets a later run
  * tell which keyslot an interrupted rotate/reseal left over. It decides
  * which keyslot gets destroyed, so the parser must be strict, writing then
  * parsing must give back exactly what was written, and only a marker with
- * this machine's MAC (tokens/marker-auth.c) may decide anything.
+ * this machine's MAC (lifecycle/marker-auth.c) may decide anything.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,8 +18,9 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "lifecycle.h"
 #include "log.h"
+#include "marker-auth.h"
+#include "pending-marker.h"
 #include "recovery.h"
 
 #define GOOD "{\"type\":\"tpmguard-pending\",\"keyslots\":[\"3\"],\"version\":1,\"operation\":\"rotate\"," \
@@ -215,7 +216,7 @@ static bool verifies(const tg_secret *key, const char *uuid, const char *json) {
 }
 
 /*
- * The MAC (tokens/marker-auth.c): a marker tpmguard signed verifies after any
+ * The MAC (lifecycle/marker-auth.c): a marker tpmguard signed verifies after any
  * re-serialization; changing any field it covers, the volume or the key makes
  * it fail; no "mac" never verifies. Only "keyslots" (libcryptsetup's to
  * change) is outside it.

@@ -5,7 +5,7 @@
 #include <stdbool.h>
 
 /*
- * Which keyslots tpmguard made (tokens/keyslot-owner.c).
+ * Which keyslots tpmguard made (lifecycle/keyslot-owner.c).
  *
  * The attack: a keyslot number in the header is the header's word, and an
  * evil maid writes the header. A tpmguard token edited to name another

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * Authenticated pending markers (lifecycle.h, docs/lifecycle.md).
+ * Authenticated pending markers (marker-auth.h, docs/lifecycle.md).
  *
  * The attack: the LUKS2 header is writable by whoever can write the block
  * device (an evil maid, the disk group). A planted passphrase-operation marker
@@ -41,8 +41,8 @@
 #include <unistd.h>
 
 #include "error.h"
-#include "lifecycle.h"
 #include "log.h"
+#include "marker-auth.h"
 #include "secret.h"
 #include "util.h"
 

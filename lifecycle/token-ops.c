@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The token operations (token-ops.h): change-pin, rotate, reseal, remove.
+ * Threat and crash model: lifecycle/lifecycle.c.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <string.h>
+
+#include "error.h"
+#include "fault.h"
+#include "interrupt.h"
+#include "keyslot-change.h"
+#include "keyslot-owner.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "luks.h"
+#include "marker-resolve.h"
+#include "token-ops.h"
+#include "token.h"
+
+/*
+ * New keyslot, one keyslot change (keyslot-change.h): marker, keyslot
+ * (authorized by authorization), marker bound, seal + test, token switched,
+ * old keyslot destroyed, marker removed.
+ */
+static int move_to_new_keyslot_steps(tg_lifecycle *lc, const char *operation, const tg_secret *authorization,
+                                     const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+        _cleanup_secret_ tg_secret *secret = NULL;
+        _cleanup_free_ char *token_json = NULL;
+        tg_keyslot_change change;
+        tg_token t = {};
+        int new_keyslot, r;
+
+        new_keyslot = tg_luks_keyslot_free(lc->cd, lc->device);
+        if (new_keyslot < 0)
+                return new_keyslot;
+        r = tg_keyslot_secret_new(&secret);
+        if (r < 0)
+                return r;
+        r = tg_luks_use_minimal_pbkdf(lc->cd);
+        if (r < 0)
+                return r;
+
+        /* 1, 2. The marker, signed, before anything it describes exists; the new keyslot, and the marker bound to it. */
+        r = tg_keyslot_change_begin(lc->state_dir, lc->cd, lc->device, &(tg_keyslot_change_params) {
+                                            .operation = operation,
+                                            .token = lc->token_id,
+                                            .old_keyslot = lc->token.keyslot,
+                                            .new_keyslot = new_keyslot,
+                                            .marker_id = CRYPT_ANY_TOKEN,
+                                            .authorization = authorization,
+                                            .secret = secret,
+                                            .interrupt_step = "after adding the new keyslot",
+                                            .eperm_is_wrong_passphrase = true,
+                                    }, &change);
+        if (r < 0)
+                return r;
+
+        /* 3. Seal, test, and prove the keyslot. */
+        r = tg_lifecycle_seal_and_test(lc, params, secret, new_keyslot, test, &t);
+        if (r < 0)
+                goto undo;
+        r = tg_interrupt_check("after sealing");
+        if (r < 0)
+                goto undo;
+        r = crypt_activate_by_passphrase(lc->cd, NULL, new_keyslot, (const char *) secret->data, secret->size, 0);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "The new keyslot %d does not open: %s", new_keyslot, strerror(-r));
+                goto undo;
+        }
+        tg_keyslot_own(lc->state_dir, lc->cd, new_keyslot);
+
+        /* 4. The switch: one write. From here on the new secret is the one. */
+        r = tg_token_to_string(&t, &token_json);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                goto undo;
+        r = crypt_token_json_set(lc->cd, lc->token_id, token_json);
+        if (r < 0) {
+                r = log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot switch token %d to keyslot %d: %s",
+                                 lc->token_id, new_keyslot, strerror(-r));
+                goto undo;
+        }
+        tg_fault_point("after-token-switch");
+
+        /* 5. Old keyslot and marker: the same code a later run uses after a crash. */
+        r = tg_keyslot_change_commit(&change, lc->proven_keyslot);
+        if (r < 0)
+                return log_error_rc(r, "Token %d now uses keyslot %d, but the old keyslot %d is left over; "
+                                    "run 'tpmguard cleanup %s'.", lc->token_id, new_keyslot, change.marker.old_keyslot,
+                                    lc->device);
+        *ret = (tg_lifecycle_result) { .token = lc->token_id, .keyslot = new_keyslot,
+                                       .old_keyslot = change.marker.old_keyslot };
+        return 0;
+
+undo:
+        explicit_bzero(&t, sizeof t);
+        tg_keyslot_change_undo(&change);
+        return r;
+}
+
+/* SIGINT/SIGTERM/SIGHUP in between: undone at the next step (lib/interrupt.h). */
+static int move_to_new_keyslot(tg_lifecycle *lc, const char *operation, const tg_secret *authorization,
+                               const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+        int r;
+
+        tg_interrupt_begin();
+        r = move_to_new_keyslot_steps(lc, operation, authorization, params, test, ret);
+        if (tg_interrupt_end() != 0 && r >= 0)
+                log_notice("Interrupted after the change was complete: it is kept.");
+        return r;
+}
+
+/* ---- the operations ---- */
+
+int tg_change_pin(const tg_config *config, const char *device, int token,
+                  const tg_secret *pin, const tg_secret *new_pin, tg_lifecycle_result *ret) {
+        _cleanup_(tg_lifecycle_done) tg_lifecycle lc = {};
+        _cleanup_secret_ tg_secret *secret = NULL;
+        tg_seal_params params;
+        tg_token t;
+        TPM2B_DIGEST expected;
+        int r;
+
+        r = tg_lifecycle_begin(&lc, config, device, token, true);
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_check_carry_over(&lc, config, "change-pin");
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_unseal_current(&lc, pin, &secret);
+        if (r < 0)
+                return r;
+
+        /* The unseal proved the current PCR values satisfy the policy, so sealing to them keeps it. */
+        params = tg_lifecycle_seal_params_like(&lc.token, new_pin);
+        r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, true, &t);
+        if (r < 0)
+                return log_error_rc(r, "Nothing was changed.");
+        if (lc.token.pin == (new_pin != NULL)) {
+                expected = lc.token.policy_hash;
+                if (t.policy_hash.size != expected.size || memcmp(t.policy_hash.buffer, expected.buffer, expected.size) != 0) {
+                        explicit_bzero(&t, sizeof t);
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "The PCR values changed while the PIN was being "
+                                            "changed; nothing was changed. Try again.");
+                }
+        }
+        r = tg_lifecycle_replace_token(&lc, &t);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        if (ret)
+                *ret = (tg_lifecycle_result) { .token = lc.token_id, .keyslot = lc.token.keyslot, .old_keyslot = lc.token.keyslot };
+        return 0;
+}
+
+int tg_rotate(const tg_config *config, const char *device, int token, const tg_secret *pin, tg_lifecycle_result *ret) {
+        _cleanup_(tg_lifecycle_done) tg_lifecycle lc = {};
+        _cleanup_secret_ tg_secret *secret = NULL;
+        tg_seal_params params;
+        tg_lifecycle_result res;
+        int r;
+
+        r = tg_lifecycle_begin(&lc, config, device, token, true);
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_check_carry_over(&lc, config, "rotate");
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_unseal_current(&lc, pin, &secret);
+        if (r < 0)
+                return r;
+        params = tg_lifecycle_seal_params_like(&lc.token, lc.token.pin ? pin : NULL);
+        r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, &res);
+        if (r < 0)
+                return r;
+        if (ret)
+                *ret = res;
+        return 0;
+}
+
+int tg_reseal(const tg_config *config, const char *device, int token,
+              const tg_reseal_params *p, tg_lifecycle_result *ret) {
+        _cleanup_(tg_lifecycle_done) tg_lifecycle lc = {};
+        _cleanup_secret_ tg_secret *secret = NULL;
+        tg_seal_params params;
+        tg_lifecycle_result res;
+        tg_token t;
+        bool test;
+        int r;
+
+        r = tg_lifecycle_begin(&lc, config, device, token, false);
+        if (r < 0)
+                return r;
+        if (lc.token.pin && !p->pin && !p->unlock_passphrase)
+                return log_error_rc(-TG_ERR_PIN_NEEDED, "Token %d needs a PIN.", lc.token_id);
+
+        /* The new policy is the caller's (command line or tpmguard.conf), never
+         * the old token's: its fields come from an attacker-writable header,
+         * and following a "PCR mismatch" hint must not re-enrol the volume
+         * under a policy an attacker wrote there (docs/design.md §9.1). */
+        assert(p->pcr_bank != 0);
+        params = (tg_seal_params) { .pcr_bank = p->pcr_bank, .pcr_mask = p->pcr_mask, .pin = p->new_pin,
+                                    .allow_unextended = p->allow_unextended };
+        if (p->explicit_values) {
+                if (p->explicit_values->bank != params.pcr_bank)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr values are for the %s bank, the new policy uses %s.",
+                                            tg_pcr_bank_to_string(p->explicit_values->bank),
+                                            tg_pcr_bank_to_string(params.pcr_bank));
+                if (p->explicit_values->given_mask & ~params.pcr_mask)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR the policy does not select.");
+                params.explicit_values = p->explicit_values;
+        }
+        test = !p->explicit_values;
+        if (!test)
+                log_warning("Sealing to given PCR values: the new seal cannot be test-unsealed until they are "
+                            "current. The recovery passphrase keeps working.");
+
+        if (p->unlock_passphrase) {
+                /* The old secret may be unsealable (PCRs changed): a new secret in a new keyslot. */
+                r = crypt_activate_by_passphrase(lc.cd, NULL, CRYPT_ANY_SLOT, (const char *) p->unlock_passphrase->data,
+                                                 p->unlock_passphrase->size, 0);
+                if (r < 0)
+                        return log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase: "
+                                            "nothing was changed.", device);
+                r = move_to_new_keyslot(&lc, "reseal", p->unlock_passphrase, &params, test, &res);
+                if (r < 0)
+                        return r;
+        } else {
+                r = tg_lifecycle_unseal_current(&lc, p->pin, &secret);
+                if (r == -TG_ERR_PCR_MISMATCH)
+                        return log_error_rc(r, "The current PCR values no longer unseal token %d. Authorize the "
+                                            "reseal with the recovery passphrase: --unlock-key-file F.", lc.token_id);
+                if (r < 0)
+                        return r;
+                r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, test, &t);
+                if (r < 0)
+                        return log_error_rc(r, "Nothing was changed.");
+                r = tg_lifecycle_replace_token(&lc, &t);
+                explicit_bzero(&t, sizeof t);
+                if (r < 0)
+                        return r;
+                res = (tg_lifecycle_result) { .token = lc.token_id, .keyslot = lc.token.keyslot, .old_keyslot = lc.token.keyslot };
+        }
+        if (ret)
+                *ret = res;
+        return 0;
+}
+
+int tg_remove(const tg_config *config, const char *device, int token, tg_lifecycle_result *ret) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        tg_token t;
+        bool valid;
+        int id, r;
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        r = tg_pending_markers_resolve_all(config->state_dir, cd, device, NULL);
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_select_token(cd, device, token, true, &id, &t, &valid);
+        if (r < 0)
+                return r;
+        if (!valid)
+                log_warning("Token %d is malformed; removing the token only.", id);
+
+        if (tg_luks_keyslot_active(cd, t.keyslot)) {
+                if (tg_luks_keyslot_referenced(cd, t.keyslot, id))
+                        log_notice("Keyslot %d is also used by another token; keeping it.", t.keyslot);
+                /* The keyslot number is the header's word, which an attacker writes: a token edited to
+                 * name the recovery passphrase's keyslot must not make 'remove' destroy it. Ours only
+                 * when tpmguard recorded it as its own (keyslot-owner.h); not by its PBKDF, which
+                 * systemd-cryptenroll's recovery keys share with tpmguard's keyslots. */
+                else if (!tg_keyslot_owned(config->state_dir, cd, t.keyslot))
+                        log_warning("Keeping keyslot %d: it is not a keyslot tpmguard recorded as its own, so it may "
+                                    "be a passphrase's or a recovery key's (an edited token can name any keyslot). If "
+                                    "it is not, remove it with 'cryptsetup luksKillSlot %s %d'.", t.keyslot, device,
+                                    t.keyslot);
+                else if (crypt_keyslot_status(cd, t.keyslot) == CRYPT_SLOT_ACTIVE_LAST)
+                        return log_error_rc(-TG_ERR_INVALID, "Keyslot %d of token %d is the last keyslot of %s: removing "
+                                            "it would leave no way to open the volume. Add a recovery passphrase "
+                                            "first ('cryptsetup luksAddKey %s'). Nothing was changed.",
+                                            t.keyslot, id, device, device);
+                else {
+                        /* Keyslot first: libcryptsetup unassigns it from the token in the same write. */
+                        r = tg_luks_keyslot_destroy(cd, t.keyslot);
+                        if (r < 0)
+                                return r;
+                        tg_fault_point("after-keyslot-destroy");
+                }
+        }
+        r = tg_luks_token_remove(cd, id);
+        if (r < 0)
+                return r;
+        tg_fault_point("after-token-remove");
+        if (ret)
+                *ret = (tg_lifecycle_result) { .token = id, .keyslot = -1, .old_keyslot = t.keyslot };
+        explicit_bzero(&t, sizeof t);
+        return 0;
+}

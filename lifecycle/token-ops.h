@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "lifecycle.h"
+#include "seal.h"
+#include "secret.h"
+
+/*
+ * Unseal with pin (over a verified session), reseal the same secret with
+ * new_pin (fresh salt; same PCR policy), test-unseal it, and replace the
+ * token in one header write. A wrong pin changes nothing. new_pin NULL
+ * removes the PIN.
+ */
+int tg_change_pin(const tg_config *config, const char *device, int token,
+                  const tg_secret *pin, const tg_secret *new_pin, tg_lifecycle_result *ret);
+
+/*
+ * A new random secret in a new keyslot (added with the unsealed old secret),
+ * sealed with the same PIN and PCR policy and test-unsealed; the token is
+ * switched to it in one header write, then the old keyslot is destroyed.
+ */
+int tg_rotate(const tg_config *config, const char *device, int token,
+              const tg_secret *pin, tg_lifecycle_result *ret);
+
+typedef struct tg_reseal_params {
+        uint16_t pcr_bank;                       /* the new policy's bank (required) */
+        uint32_t pcr_mask;                       /* the new policy's PCRs */
+        const tg_pcr_values *explicit_values;    /* NULL: the current values */
+        const tg_secret *pin;                    /* the current PIN, to unseal (NULL with unlock_passphrase) */
+        const tg_secret *new_pin;                /* the PIN of the new seal; NULL: no PIN */
+        const tg_secret *unlock_passphrase;      /* non-NULL: authorize with it instead of unsealing */
+        bool allow_unextended;                   /* see tg_seal_params */
+} tg_reseal_params;
+
+/*
+ * Seal to new PCR values under the policy the caller gives (never the old
+ * token's fields). Authorized by unsealing the current secret (then
+ * the token is replaced in one write, the keyslot stays), or, with
+ * unlock_passphrase, by a passphrase of the volume (then a new keyslot with
+ * a new secret is added and the old token and keyslot are dropped, as in
+ * rotate). When the new policy cannot be tested now (explicit values that
+ * differ from the current ones), the test unseal is skipped with a warning.
+ */
+int tg_reseal(const tg_config *config, const char *device, int token,
+              const tg_reseal_params *params, tg_lifecycle_result *ret);
+
+/* Removes a tpmguard token and its keyslot; never the last active keyslot. */
+int tg_remove(const tg_config *config, const char *device, int token, tg_lifecycle_result *ret);
