@@ -164,6 +164,26 @@ last:
 }
 
 /*
+ * Ends a marker's operation: unregistered first, so the marker never verifies again, even if saved and
+ * planted later (a crash between the two leaves a marker that is then only removed), then removed.
+ */
+static int marker_retire_and_remove(const char *state_dir, struct crypt_device *cd, const tg_pending_marker *m,
+                                    int marker_id, unsigned *actions) {
+        int r;
+
+        r = tg_pending_marker_retire(state_dir, m);
+        if (r < 0)
+                return r;
+        r = tg_luks_token_remove(cd, marker_id);
+        if (r < 0)
+                return r;
+        tg_fault_point("after-marker-remove");
+        if (actions)
+                (*actions)++;
+        return 0;
+}
+
+/*
  * Completes (token already switched) or undoes (not switched) the operation a
  * marker records, then removes the marker. Idempotent: the marker goes last,
  * so a crash in here leaves it for the next run.
@@ -206,16 +226,7 @@ static int marker_resolve(const char *state_dir, struct crypt_device *cd, const 
                             m.mac_verified ? "is signed, but by an operation that is over (saved and planted again?)" :
                             "has a MAC that does not verify", slots, device, device);
                 /* An edited marker ends its operation too: the original must not verify if planted again. */
-                r = tg_pending_marker_retire(state_dir, &m);
-                if (r < 0)
-                        return r;
-                r = tg_luks_token_remove(cd, marker_id);
-                if (r < 0)
-                        return r;
-                tg_fault_point("after-marker-remove");
-                if (actions)
-                        (*actions)++;
-                return 0;
+                return marker_retire_and_remove(state_dir, cd, &m, marker_id, actions);
         }
         if (interrupted && tg_pending_marker_is_passphrase_op(&m))
                 log_notice("%s: completing an interrupted %s (keyslot %d → %d): %s.", device, m.operation,
@@ -262,18 +273,7 @@ static int marker_resolve(const char *state_dir, struct crypt_device *cd, const 
         r = tg_luks_remove_orphan_labels(cd, actions);
         if (r < 0)
                 return r;
-        /* The operation is over: unregistered first, so the marker never verifies again, even if saved and
-         * planted later (a crash between the two leaves a marker that is then only removed). */
-        r = tg_pending_marker_retire(state_dir, &m);
-        if (r < 0)
-                return r;
-        r = tg_luks_token_remove(cd, marker_id);
-        if (r < 0)
-                return r;
-        tg_fault_point("after-marker-remove");
-        if (actions)
-                (*actions)++;
-        return 0;
+        return marker_retire_and_remove(state_dir, cd, &m, marker_id, actions);
 }
 
 int tg_pending_marker_resolve(const char *state_dir, struct crypt_device *cd, const char *device, int marker_id,
