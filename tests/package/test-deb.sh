@@ -104,6 +104,15 @@ check "the shipped configuration is all defaults" \
 completions=$(pkg-config --variable=completionsdir bash-completion 2>/dev/null || echo /usr/share/bash-completion/completions)
 check "bash completion in $completions" test -f "$R$completions/tpmguard"
 check "annotated example in /usr/share/doc/tpmguard" test -f "$R/usr/share/doc/tpmguard/tpmguard.conf.example"
+check "README.Debian with the first-run path (provision, enroll, initrd, reboot)" \
+        sh -c "zcat -f '$R'/usr/share/doc/tpmguard/README.Debian* | grep -q 'tpmguard provision' &&
+               zcat -f '$R'/usr/share/doc/tpmguard/README.Debian* | grep -q 'update-initramfs -u'"
+# The postinst message and tpmguard-verify.service's Documentation= name these by their .md paths.
+check "the guides the postinst and the unit name are there uncompressed (README.md, hardware.md, initrd.md)" \
+        sh -c "for f in README.md hardware.md initrd.md; do [ -f '$R/usr/share/doc/tpmguard/'\$f ] || exit 1; done"
+check "Recommends an initrd generator tpmguard hooks into, Suggests tpm2-tools" \
+        sh -c "grep -q '^Recommends:.*cryptsetup-initramfs | dracut' '$T/control/control' &&
+               grep -q '^Suggests:.*tpm2-tools' '$T/control/control'"
 
 # The default EK CA store, read-only, where the compiled-in ek_ca looks.
 store=/usr/share/tpmguard/ek-ca
