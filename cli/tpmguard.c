@@ -58,10 +58,13 @@ typedef enum option_kind {
 /* offsetof(cli, f), refused at build time unless f has the type T. */
 #define CLI_FIELD(f, T) __builtin_choose_expr(__builtin_types_compatible_p(__typeof__(((cli *) 0)->f), T), \
                                               offsetof(cli, f), (void) 0)
-#define FLAG(f) CLI_FIELD(f, bool), OPTION_FLAG
-#define STRING(f) CLI_FIELD(f, const char *), OPTION_STRING
-#define SLOT(f) CLI_FIELD(f, int), OPTION_SLOT
-#define SPECIAL 0, OPTION_SPECIAL
+/* The row's last three fields: field, kind and short name (0: none; the _SHORT forms give one). */
+#define FLAG(f) CLI_FIELD(f, bool), OPTION_FLAG, 0
+#define STRING(f) STRING_SHORT(f, 0)
+#define STRING_SHORT(f, c) CLI_FIELD(f, const char *), OPTION_STRING, c
+#define SLOT(f) CLI_FIELD(f, int), OPTION_SLOT, 0
+#define SPECIAL SPECIAL_SHORT(0)
+#define SPECIAL_SHORT(c) 0, OPTION_SPECIAL, c
 
 static const struct option_doc {
         const char *name;   /* long name */
@@ -71,14 +74,14 @@ static const struct option_doc {
         option_kind kind;
         char short_name;    /* or 0 */
 } option_docs[_OPT_MAX] = {
-        [OPT_CONFIG]           = { "config", "FILE", "Configuration file (default " TPMGUARD_CONFIG_PATH ")", STRING(config_path), .short_name = 'c' },
+        [OPT_CONFIG]           = { "config", "FILE", "Configuration file (default " TPMGUARD_CONFIG_PATH ")", STRING_SHORT(config_path, 'c') },
         [OPT_TCTI]             = { "tcti", "TCTI", "TPM transport, overrides the configuration", STRING(tcti) },
         [OPT_NULL_NAME]        = { "null-name", "FILE", "Read the kernel's null_name from FILE", STRING(null_name) },
         [OPT_JSON]             = { "json", NULL, "Machine-readable output (also on failure)", FLAG(json) },
-        [OPT_VERBOSE]          = { "verbose", NULL, "More messages (repeat for debug)", SPECIAL, .short_name = 'v' },
-        [OPT_QUIET]            = { "quiet", NULL, "Errors only", SPECIAL, .short_name = 'q' },
-        [OPT_HELP]             = { "help", NULL, "This help, or the command's", SPECIAL, .short_name = 'h' },
-        [OPT_VERSION]          = { "version", NULL, "Version", SPECIAL, .short_name = 'V' },
+        [OPT_VERBOSE]          = { "verbose", NULL, "More messages (repeat for debug)", SPECIAL_SHORT('v') },
+        [OPT_QUIET]            = { "quiet", NULL, "Errors only", SPECIAL_SHORT('q') },
+        [OPT_HELP]             = { "help", NULL, "This help, or the command's", SPECIAL_SHORT('h') },
+        [OPT_VERSION]          = { "version", NULL, "Version", SPECIAL_SHORT('V') },
         [OPT_RECORD]           = { "record", NULL, "Also write the result to cache_dir/boot-verify.json", FLAG(record) },
         [OPT_EK_CERT]          = { "ek-cert", "FILE", "EK certificate (default: read from TPM NV)", STRING(ek_cert) },
         [OPT_EK_CA]            = { "ek-ca", "FILE|DIR", "Manufacturer CA store (default: ek_ca setting)", STRING(ek_ca) },
