@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The TPM commands: provision, verify, lockout setup|export, lockout-reset.
+ * The TPM commands: provision, verify, lockout setup|export, lockout-reset,
+ * sleep pre|post.
  * Thin, like the rest of the command line: they turn the trust floor's
  * results into output.
  */
@@ -20,6 +21,8 @@
 #include "pinned.h"
 #include "prompt.h"
 #include "provision.h"
+#include "seal.h"
+#include "tpmguard-config.h"
 #include "util.h"
 #include "verify.h"
 
@@ -378,4 +381,77 @@ int cmd_verify(const cli *c, tg_config *config) {
                 log_error("Verification failed: %s. 'tpmguard doctor' shows the whole state and what to do.",
                           tg_err_str(r));
         return r;
+}
+
+/*
+ * tpmguard sleep pre|post KIND: what the system-sleep hook runs (design
+ * §2.8, "Sleep"). Threat model: an attacker who restarts the TPM and
+ * replays its PCRs after this boot's anchor was recorded. A suspend moves
+ * the same counter, so the hook announces it: "pre" records, next to the
+ * counters a full verification has just authenticated, the sleep and a
+ * digest of the PCRs (audited PCR_Read in the session salted to the
+ * certified NULL key, so an interposer can fake neither); "post" certifies
+ * the NULL key again and re-anchors only when the counters moved exactly as
+ * that sleep moves them and, after a suspend, the PCRs are unchanged.
+ * With the kernel's null_name nothing is anchored (a Resume keeps the NULL
+ * seed): nothing to do.
+ */
+int cmd_sleep(const cli *c, tg_config *config) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        tg_verify_report report = {};
+        tg_verify_options o = {};
+        tg_pcr_values pcrs;
+        TPM2B_DIGEST digest;
+        tg_sleep_kind kind;
+        bool post, reanchored = false;
+        int r;
+
+        if (c->n_args != 2 || (strcmp(c->args[0], "pre") != 0 && strcmp(c->args[0], "post") != 0))
+                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard sleep pre|post KIND (what systemd-sleep passes "
+                                    "its hooks, see %s).", TPMGUARD_SLEEP_HOOK);
+        if (tg_sleep_kind_from_string(c->args[1], &kind) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "Unknown sleep type '%s': tpmguard knows suspend, hibernate, "
+                                    "hybrid-sleep and suspend-then-hibernate. After this sleep the TPM will be "
+                                    "refused until the next boot.", c->args[1]);
+        post = strcmp(c->args[0], "post") == 0;
+        o.accept_resume = post;
+
+        r = tg_verify(config, &o, &report, &v);
+        if (r < 0)
+                return log_error_rc(r, "The TPM did not verify %s the %s: %s. 'tpmguard doctor' shows the whole "
+                                    "state and what to do.", post ? "after" : "before", tg_sleep_kind_to_string(kind),
+                                    tg_err_str(r));
+        if (report.kernel_null_name_present) {
+                printf("Nothing to announce: the kernel's null_name detects a TPM reset, and a %s keeps the NULL "
+                       "key.\n", tg_sleep_kind_to_string(kind));
+                return 0;
+        }
+        r = tg_vtpm_pcr_read(v, TPM2_ALG_SHA256, TG_SLEEP_PCR_MASK, &pcrs);
+        if (r >= 0)
+                r = tg_pcr_values_digest(&pcrs, &digest);
+        if (r < 0)
+                return log_error_rc(r, "Cannot read the TPM's SHA-256 PCRs %s the %s.", post ? "after" : "before",
+                                    tg_sleep_kind_to_string(kind));
+        if (!post) {
+                r = tg_anchor_sleep_begin(config->cache_dir, &report.null_name, report.reset_count,
+                                          report.restart_count, kind, &digest);
+                if (r < 0)
+                        return r;
+                printf("%s announced to the boot anchor (restartCount %" PRIu32 ").\n",
+                       tg_sleep_kind_to_string(kind), report.restart_count);
+                return 0;
+        }
+        r = tg_anchor_resume(config->cache_dir, &report.null_name, report.reset_count, report.restart_count,
+                             &digest, &reanchored);
+        if (r < 0)
+                return r;
+        if (reanchored)
+                printf("Resumed from %s: the TPM's counters moved as that sleep moves them%s; boot anchor renewed "
+                       "(resetCount %" PRIu32 ", restartCount %" PRIu32 ").\n", tg_sleep_kind_to_string(kind),
+                       kind == TG_SLEEP_SUSPEND ? " and its PCRs are unchanged" : "",
+                       report.reset_count, report.restart_count);
+        else
+                printf("The TPM's counters did not move: the %s did not reach the TPM; boot anchor unchanged.\n",
+                       tg_sleep_kind_to_string(kind));
+        return 0;
 }

@@ -343,6 +343,15 @@ static void check_kernel(doctor *d) {
                                       "before it.%s", tg_null_name_policy_to_string(d->config->kernel_null_name), note);
                         set_next(d, c, "For reset detection from the start of the boot, boot a kernel >= 6.10 built "
                                  "with CONFIG_TCG_TPM2_HMAC=y.");
+                        /* Without it, every suspend and hibernate reads as a TPM restart: an alarm. */
+                        if (access(TPMGUARD_SLEEP_HOOK, X_OK) < 0) {
+                                c = add_check(d, "sleep", TPMGUARD_SLEEP_HOOK, TG_DOCTOR_WARNING, 0,
+                                              "The systemd-sleep hook is missing or not executable: after every "
+                                              "suspend or hibernate the boot anchor refuses the TPM (exit 3) until "
+                                              "the next boot.");
+                                set_next(d, c, "Reinstall the tpmguard package (or make %s executable); until "
+                                         "then, reboot after a resume.", TPMGUARD_SLEEP_HOOK);
+                        }
                 }
                 return;
         }

@@ -285,6 +285,8 @@ static const cli_command commands[] = {
           O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout },
         { "lockout-reset", "", "Reset the TPM's dictionary-attack counter (needs the lockout password)",
           O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout_reset },
+        { "sleep", "pre|post KIND", "Announce a suspend or hibernate to the boot anchor, re-anchor after it "
+          "(the system-sleep hook)", 0, CMD_CONFIG, cmd_sleep },
         { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, CMD_CONFIG, cmd_config },
         { "help", "[COMMAND]", "Show this help, or one command's", 0, 0, cmd_help },
 };

@@ -299,7 +299,7 @@ static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const 
                         tg_vcache_drop(config);
                         goto fail;
                 }
-                r = tg_anchor_check(config->cache_dir, &v->null_name, report->reset_count, report->restart_count,
+                r = tg_anchor_check(config->cache_dir, &v->null_name, report->reset_count, report->restart_count, false,
                                     &state);
                 if (r < 0)
                         goto fail;
@@ -624,10 +624,12 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         if (!report->kernel_null_name_present) {
                 tg_anchor_state state;
 
-                r = tg_anchor_check(config->cache_dir, &v->null_name, info.reset_count, info.restart_count, &state);
+                r = tg_anchor_check(config->cache_dir, &v->null_name, info.reset_count, info.restart_count,
+                                    options && options->accept_resume, &state);
                 if (r == -TG_ERR_INTERPOSER)
                         return r;
                 if (r >= 0) {
+                        report->resuming = state == TG_ANCHOR_RESUMING;
                         /* A damaged anchor anchored nothing this time: say so in the report too. */
                         report->anchor = state == TG_ANCHOR_REPLACED_DAMAGED ? TG_ANCHOR_NONE : TG_ANCHOR_BOOT;
                         report->anchor_recorded = state != TG_ANCHOR_MATCHED;

@@ -249,6 +249,11 @@ no_null_name_by_policy() {
         expect_in "boot anchor), not before it" "$OUT"
         expect_in "Reset anchor: boot" "$OUT"
         expect_in "No problems; " "$OUT"
+        # Without the systemd-sleep hook every resume would be an alarm: said (this build's path).
+        if [ ! -x "$(pkg-config --variable=systemdsleepdir systemd 2>/dev/null || echo /lib/systemd/system-sleep)/tpmguard" ]; then
+                expect_in "[WARN] sleep" "$OUT"
+                expect_in "system-sleep/tpmguard" "$OUT"
+        fi
 }
 
 test_case ek_certificate_chain_rechecked
