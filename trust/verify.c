@@ -425,8 +425,8 @@ static int persisted_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_
  * to the NULL key, never the password: a recording of the bus learns nothing
  * of it. With the kernel's null_name the NULL key is already trusted here;
  * without, a substituted NULL key would give an active interposer that HMAC
- * to guess a weak password offline, and fails the certification that
- * follows (design §2, "Hierarchy passwords"). Either way its name must be
+ * to guess a weak password offline, so no password is sent then (refused;
+ * design §2, "Hierarchy passwords"). Either way its name must be
  * the pinned one. *ret_name is set whenever a key was found, also when it is
  * not the pinned one (the report names it).
  */
@@ -442,12 +442,19 @@ static int pinned_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_han
                 TPM2B_PUBLIC tmpl;
 
                 /*
-                 * The pin says the key was persisted, and the TPM (or whoever answers for it) says the
-                 * handle is empty. Re-creating the key would send an HMAC of the endorsement password
-                 * in a session salted to a NULL key nothing has verified yet (no kernel null_name): an
-                 * interposer that forged the empty handle and substitutes the NULL key gets it to guess
-                 * offline. That downgrade is refused; re-provisioning persists the key again.
+                 * Re-creating the key sends an HMAC of the endorsement password in a session salted
+                 * to a NULL key nothing has verified yet (no kernel null_name): an interposer that
+                 * substitutes the NULL key (and, when the pin says the key was persisted, forges the
+                 * empty handle) gets it to guess offline. Refused; a persisted key needs no password.
                  */
+                if (v->endorsement_auth && !v->null_key_trusted && pinned->persistent_handle == 0)
+                        return log_error_rc(-TG_ERR_NO_NULL_NAME,
+                                            "The EK signing key is not persisted, and re-creating it needs the "
+                                            "endorsement password. Without the kernel's null_name, tpmguard does "
+                                            "not send that password's authorization before the TPM is verified (an "
+                                            "interposer could guess a weak password from it). Run 'tpmguard "
+                                            "provision --owner-auth-file ...' under a kernel that exports null_name "
+                                            "to persist the key, or boot such a kernel.");
                 if (pinned->persistent_handle != 0 && v->endorsement_auth && !v->null_key_trusted)
                         return log_error_rc(-TG_ERR_TPM,
                                             "The EK signing key is no longer at 0x%08" PRIx32 ", where 'tpmguard "
