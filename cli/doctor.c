@@ -248,7 +248,7 @@ static void set_next_for_error(doctor *d, tg_doctor_check *c, int r) {
                          "(ls /dev/tpm*; the tpm_tis or tpm_crb driver is loaded), or fix 'tcti' in %s.", conf);
                 break;
         case TG_ERR_AUTH_NEEDED:
-                set_next(d, c, "The endorsement hierarchy has a password: give it with --endorsement-auth-file F "
+                set_next(d, c, "If the endorsement hierarchy has a password, give it with --endorsement-auth-file F "
                          "('-' for stdin).");
                 break;
         case TG_ERR_LOCKOUT:

@@ -204,10 +204,8 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
                                 ESYS_TR_NONE, &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs,
                                 &signer.tr, &signer_public, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS) {
-                TSS2_RC base = tg_tpm_rc_base(rc);
-                if (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL)
-                        return log_error_rc(-TG_ERR_AUTH_NEEDED,
-                                            "The endorsement hierarchy has a password. Give it with --endorsement-auth-file.");
+                if (tg_rc_is_auth_failure(rc))
+                        return tg_endorsement_auth_failed(tpm->esys, "CreatePrimary (EK signing key)");
                 return tg_tpm_rc(rc, "CreatePrimary (EK signing key)");
         }
         r = tg_pinned_public_check(&signer_public->publicArea);

@@ -338,10 +338,8 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, ESYS_TR auth_session, 
                                 &empty_sensitive, template, &no_outside_info, &no_pcrs,
                                 &h.tr, &out_public, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS) {
-                TSS2_RC base = tg_tpm_rc_base(rc);
-                if (hierarchy == ESYS_TR_RH_ENDORSEMENT && (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL))
-                        return log_error_rc(-TG_ERR_AUTH_NEEDED,
-                                            "The endorsement hierarchy has a password. Give it with --endorsement-auth-file.");
+                if (hierarchy == ESYS_TR_RH_ENDORSEMENT && tg_rc_is_auth_failure(rc))
+                        return tg_endorsement_auth_failed(tpm->esys, what);
                 return tg_tpm_rc(rc, what);
         }
 

@@ -313,6 +313,24 @@ endorsement_password() {
         expect_exit 0 "$TPMGUARD" verify
 }
 
+# An interposer that answers the endorsement CreatePrimary with a forged
+# TPM_RC_AUTH_FAIL, on a TPM without an endorsement password: not "the
+# hierarchy has a password" (the TPM reports none), but the bus, first.
+test_case forged_endorsement_auth_fail
+forged_endorsement_auth_fail() {
+        tpm_setup
+        require_interposer
+        # The second CreatePrimary is the EK's, in the endorsement hierarchy; 0x98e is
+        # TPM_RC_AUTH_FAIL for its session 1.
+        interposer_start --mode forge-rc --forge-rc CreatePrimary:2:0x98e
+        expect_exit 3 "$TPMGUARD" provision
+        interposer_stop
+        grep -q '"forge-rc"' "$WORK/findings.json"
+        expect_in "reports no endorsement password" "$ERR"
+        refute_in "the endorsement hierarchy has a password" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+}
+
 # Without the kernel's null_name, an interposer that substitutes only the
 # first NULL key (the one salting provisioning's bootstrap session) and lets
 # every later one through: the NULL key certified at the end is compared with

@@ -88,7 +88,8 @@ secret (a no-PIN token) unseals for it: the secret is in its findings
 object's authValue (the PIN's): the proxy holds none, skips it, and the TPM
 refuses Unseal (a policy digest mismatch, which costs no DA try).
 
-Other modes: record, pin-crack, tamper, reset, drop, replay, mutate; see --help.
+Other modes: record, pin-crack, tamper, reset, drop, replay, mutate, forge-rc
+(a well-formed error response to the Nth command CC); see --help.
 Modes combine: --mode substitute,pin-crack.
 """
 
@@ -112,7 +113,7 @@ import mutate as mt
 import tpmwire as tw
 
 MODES = ("record", "substitute", "loaded-key", "zgen-key", "owner-key", "pin-crack", "tamper", "reset", "drop",
-         "replay", "mutate", "inject-unseal", "hide-ek-certs")
+         "replay", "mutate", "inject-unseal", "hide-ek-certs", "forge-rc")
 EK_CERT_NV_FIRST, EK_CERT_NV_LAST = 0x01C00000, 0x01C0FFFF
 SWTPM_CMD_INIT = 2
 SUBSTITUTE_HIERARCHIES = (tw.TPM_RH_NULL, tw.TPM_RH_OWNER, tw.TPM_RH_ENDORSEMENT)
@@ -291,6 +292,18 @@ def parse_cc_count(text, what):
     if n is not None and n < 1:
         raise argparse.ArgumentTypeError("%s: N counts from 1" % what)
     return (cc, n)
+
+
+def parse_forge_rc(text):
+    """CC:N:RC"""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError("--forge-rc wants CC:N:RC, got %r" % text)
+    cc, n = parse_cc_count(":".join(parts[:2]), "--forge-rc")
+    rc = int(parts[2], 0)
+    if not 0 < rc < (1 << 32):
+        raise argparse.ArgumentTypeError("--forge-rc: RC must be a non-zero 32-bit response code")
+    return (cc, n, rc)
 
 
 def parse_tamper(text):
@@ -1209,6 +1222,13 @@ class Proxy:
                 b[start + off] ^= xor
                 out = bytes(b)
                 self.attack(attack="tamper", command=name, offset=off, xor=xor, seq=seq)
+        if "forge-rc" in self.modes:
+            # A well-formed error response (header only, no sessions), as the TPM would send it:
+            # what the client then says is all the diagnosis the user gets.
+            for fcc, fn, frc in self.args.forge_rc:
+                if fcc == cc and n == fn:
+                    self.attack(attack="forge-rc", command=name, occurrence=n, rc=hh(frc), seq=seq)
+                    out = tw.error_response(frc)
         if "drop" in self.modes:
             for spec in self.args.drop:
                 if self.matches(spec, cc, n):
@@ -1566,6 +1586,8 @@ def parse_args(argv):
     p.add_argument("--drop", action="append", default=[], type=lambda s: parse_cc_count(s, "--drop"),
                    metavar="CC[:N]", help="drop the response to the Nth (default: every) command CC")
     p.add_argument("--drop-action", choices=("retry", "close"), default="retry")
+    p.add_argument("--forge-rc", action="append", default=[], type=parse_forge_rc, metavar="CC:N:RC",
+                   help="forge-rc: answer the Nth command CC with a well-formed error response RC")
     p.add_argument("--replay", action="append", default=[], type=lambda s: parse_cc_count(s, "--replay"),
                    metavar="CC[:N]")
     p.add_argument("--mutate-seed", type=int, default=0, help="mutate: the seed that picks the mutation")
@@ -1590,6 +1612,8 @@ def parse_args(argv):
         p.error("tamper mode needs --tamper CC:OFFSET:XORBYTE")
     if "reset" in args.mode and (not args.reset_after or args.reset_after[1] is None):
         p.error("reset mode needs --reset-after CC:N")
+    if "forge-rc" in args.mode and not args.forge_rc:
+        p.error("forge-rc mode needs --forge-rc CC:N:RC")
     if "drop" in args.mode and not args.drop:
         p.error("drop mode needs --drop CC[:N]")
     if "mutate" in args.mode and args.mutate_at is None and not args.mutate_spec:
