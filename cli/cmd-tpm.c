@@ -6,10 +6,12 @@
  * results into output.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd-tpm.h"
 #include "cmdline.h"
@@ -63,26 +65,57 @@ static json_object *lockout_state_json(const tg_da_state *st) {
         return o;
 }
 
+/*
+ * --lockout-auth-copy F: the new lockout password also goes to a file the user named, created
+ * (never overwritten: a name that exists may be someone's link) root-only.
+ */
+static int lockout_auth_copy(const char *path, const char *hex) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        size_t len = strlen(hex);
+
+        if (fd < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot create %s for the lockout password: %m. Nothing is lost: "
+                                    "'tpmguard lockout export' prints it.", path);
+        if (write(fd, hex, len) != (ssize_t) len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot write the lockout password to %s: %m.", path);
+        return 0;
+}
+
 /* What provision and lockout setup did to the lockout hierarchy, for people. */
-static int lockout_result_print(const tg_lockout_result *res, const char *state_dir) {
+static int lockout_result_print(const tg_lockout_result *res, const char *state_dir, const char *copy_path) {
         _cleanup_secret_ tg_secret *auth = NULL;
         _cleanup_free_ char *hex = NULL;
         int r;
 
         switch (res->ownership) {
         case TG_LOCKOUT_TAKEN:
-                /* Printed once, for the owner's recovery records: the only other copy is root's file. */
+                /*
+                 * Printed once, for the owner's recovery records: the only other copy is root's file.
+                 * Only to a terminal: standard output of an automated run ends up in logs, which
+                 * outlive the machine's secrets. Otherwise the file named by --lockout-auth-copy.
+                 */
                 r = tg_lockout_auth_load(state_dir, &auth);
                 if (r < 0)
                         return r;
                 r = tg_hex_encode(auth->data, auth->size, &hex);
                 if (r < 0)
                         return r;
-                printf("  took the TPM's lockout hierarchy (it had no password); its new password is in %s/%s:\n"
-                       "    %s\n"
-                       "  Keep it with your recovery records ('tpmguard lockout export' prints it again).\n",
-                       state_dir, TG_LOCKOUT_FILE_NAME, hex);
+                if (copy_path)
+                        r = lockout_auth_copy(copy_path, hex);
+                if (isatty(STDOUT_FILENO))
+                        printf("  took the TPM's lockout hierarchy (it had no password); its new password is in %s/%s:\n"
+                               "    %s\n"
+                               "  Keep it with your recovery records ('tpmguard lockout export' prints it again).\n",
+                               state_dir, TG_LOCKOUT_FILE_NAME, hex);
+                else
+                        printf("  took the TPM's lockout hierarchy (it had no password); its new password is in %s/%s%s%s\n"
+                               "  (not shown: standard output is not a terminal). Keep a copy with your recovery\n"
+                               "  records: 'tpmguard lockout export' on a terminal prints it.\n",
+                               state_dir, TG_LOCKOUT_FILE_NAME, copy_path && r >= 0 ? " and " : "",
+                               copy_path && r >= 0 ? copy_path : "");
                 explicit_bzero(hex, strlen(hex));
+                if (r < 0)
+                        return r;
                 break;
         case TG_LOCKOUT_HELD:
                 printf("  lockout hierarchy: tpmguard holds its password (%s/%s)\n", state_dir, TG_LOCKOUT_FILE_NAME);
@@ -175,7 +208,7 @@ int cmd_provision(const cli *c, tg_config *config) {
                        "  that the key belongs to a genuine TPM rather than to whatever answered just now\n"
                        "  pinned in %s/%s (\"ek_trust\": \"%s\"; verify, status and doctor say so)\n",
                        name_hex, c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME, TG_PINNED_TRUST_TOFU);
-                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
+                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir, c->lockout_auth_copy);
                 if (r < 0)
                         return r;
         } else {
@@ -197,7 +230,7 @@ int cmd_provision(const cli *c, tg_config *config) {
                        pinned.ek_anchor_vendor, pinned.ek_anchor_sha256,
                        c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME,
                        persisted);
-                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
+                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir, c->lockout_auth_copy);
                 if (r < 0)
                         return r;
         }
@@ -254,7 +287,7 @@ int cmd_lockout(const cli *c, tg_config *config) {
                 return 0;
         }
         printf("Lockout hierarchy set up.\n");
-        return lockout_result_print(&res, config->state_dir);
+        return lockout_result_print(&res, config->state_dir, c->lockout_auth_copy);
 }
 
 int cmd_lockout_reset(const cli *c, tg_config *config) {
