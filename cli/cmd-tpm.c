@@ -20,6 +20,7 @@
 #include "json-util.h"
 #include "lockout.h"
 #include "log.h"
+#include "nullname.h"
 #include "pinned.h"
 #include "prompt.h"
 #include "provision.h"
@@ -233,6 +234,16 @@ int cmd_provision(const cli *c, tg_config *config) {
                 r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir, c->lockout_auth_copy);
                 if (r < 0)
                         return r;
+        }
+        if (!c->json) {
+                TPM2B_NAME kernel_name;
+
+                /* The one place provisioning says it, with the reason (verify.c says it at debug level only). */
+                if (tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) == -TG_ERR_NOT_FOUND)
+                        printf("The kernel exports no TPM null_name (it needs Linux >= 6.10 built with "
+                               "CONFIG_TCG_TPM2_HMAC=y): at every boot a TPM reset is detected from the first "
+                               "verification on (the boot anchor), not before it, and suspend and hibernate need "
+                               "the sleep hook %s.\n", TPMGUARD_SLEEP_HOOK);
         }
         return 0;
 }

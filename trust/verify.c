@@ -518,9 +518,11 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                                             "The kernel exports no TPM null_name (needs Linux >= 6.10 with CONFIG_TCG_TPM2_HMAC=y), "
                                             "and %s requires it. Boot such a kernel, or set kernel_null_name = prefer "
                                             "to detect TPM resets from the first verification of each boot on.", config->path);
-                log_notice("The kernel exports no TPM null_name: TPM resets are detected from this boot's first "
-                           "verification on (boot anchor in %s), not before it (kernel_null_name = %s).",
-                           config->cache_dir, tg_null_name_policy_to_string(config->kernel_null_name));
+                /* Said once, with its reason, where the user reads the state (status, doctor, provision,
+                 * verify's result line), not by every command and unlock. */
+                log_debug("The kernel exports no TPM null_name: TPM resets are detected from this boot's first "
+                          "verification on (boot anchor in %s), not before it (kernel_null_name = %s).",
+                          config->cache_dir, tg_null_name_policy_to_string(config->kernel_null_name));
         } else if (r < 0)
                 return log_error_rc(-TG_ERR_INVALID,
                                     "The kernel's null_name cannot be used. Refusing to use the TPM.");
