@@ -194,6 +194,21 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {
                                     "%s: the TPM is in dictionary-attack lockout. Wait for the lockout to expire "
                                     "(see 'tpmguard status') or use the recovery passphrase.", operation);
 
+        /*
+         * Without a resource manager (/dev/tpm0, an emulator's socket) objects and sessions that a
+         * run which ended early left loaded stay in the TPM's few slots; the next run then fails
+         * here. Name the cause and the way out instead of a bare "TPM error".
+         */
+        if (base == TPM2_RC_OBJECT_MEMORY || base == TPM2_RC_SESSION_MEMORY || base == TPM2_RC_MEMORY ||
+            base == TPM2_RC_SESSION_HANDLES)
+                return log_error_rc(-TG_ERR_TPM,
+                                    "%s: the TPM's memory for loaded objects or sessions is full (%s). Without a "
+                                    "resource manager, what an earlier run that ended early (or another program) "
+                                    "left loaded stays there: flush it ('tpm2_flushcontext -t' and "
+                                    "'tpm2_flushcontext -s') or reboot, or use the kernel's resource manager "
+                                    "(tcti = device:/dev/tpmrm0). 'tpmguard doctor' shows the TPM's free slots.",
+                                    operation, decoded);
+
         if (base == TPM2_RC_RETRY || base == TPM2_RC_YIELDED || base == TPM2_RC_TESTING ||
             base == TPM2_RC_NV_RATE || base == TPM2_RC_INITIALIZE)
                 return log_error_rc(-TG_ERR_TPM_UNREACHABLE,

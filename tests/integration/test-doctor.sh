@@ -256,6 +256,27 @@ no_null_name_by_policy() {
         fi
 }
 
+# A TPM without a resource manager (swtpm here, /dev/tpm0 on a machine)
+# whose object slots are taken by what an earlier run left loaded: doctor
+# says so, and the verification names the cause, not a bare "TPM error".
+test_case tpm_object_memory_full
+tpm_object_memory_full() {
+        setup_enrolled
+        local i
+        for i in 1 2 3 4 5 6; do
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_createprimary -C o -c "$WORK/left$i.ctx" >/dev/null 2>&1 || break
+        done
+        expect_exit 7 doctor "$WORK/disk.img"
+        expect_in "[FAIL] tpm-memory" "$OUT"
+        expect_in "tpm2_flushcontext" "$OUT"
+        expect_exit 7 "$TPMGUARD" verify
+        expect_in "memory for loaded objects or sessions is full" "$ERR"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext -t >/dev/null
+        expect_exit 0 doctor "$WORK/disk.img"
+        refute_in "tpm-memory" "$OUT"
+        expect_exit 0 "$TPMGUARD" verify
+}
+
 test_case ek_certificate_chain_rechecked
 ek_certificate_chain_rechecked() {
         setup_enrolled
