@@ -342,9 +342,8 @@ int tg_anchor_check(const char *dir, const TPM2B_NAME *null_name, uint32_t reset
         return 0;
 }
 
-/* This boot's anchor, which must name exactly this key and these counters (just verified). */
-static int anchor_current(const char *dir, const TPM2B_NAME *null_name, uint32_t reset_count, uint32_t restart_count,
-                          char boot_id[SD_ID128_STRING_MAX], char **ret_path, anchor *ret) {
+/* This boot's anchor (the caller compares it with what it has just verified). */
+static int anchor_current(const char *dir, char boot_id[SD_ID128_STRING_MAX], char **ret_path, anchor *ret) {
         _cleanup_free_ char *path = NULL;
         anchor a;
         int r;
@@ -368,7 +367,7 @@ int tg_anchor_sleep_begin(const char *dir, const TPM2B_NAME *null_name, uint32_t
         anchor a;
         int r;
 
-        r = anchor_current(dir, null_name, reset_count, restart_count, boot_id, &path, &a);
+        r = anchor_current(dir, boot_id, &path, &a);
         if (r < 0)
                 return r;
         /* The caller's verification matched this anchor; a change since is a race we do not paper over. */
@@ -396,7 +395,7 @@ int tg_anchor_resume(const char *dir, const TPM2B_NAME *null_name, uint32_t rese
         anchor a;
         int r;
 
-        r = anchor_current(dir, null_name, reset_count, restart_count, boot_id, &path, &a);
+        r = anchor_current(dir, boot_id, &path, &a);
         if (r < 0)
                 return r;
         moved = a.null_name.size != null_name->size ||
