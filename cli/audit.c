@@ -33,6 +33,7 @@
 #include "keyslot-report.h"
 #include "label.h"
 #include "log.h"
+#include "sanitize.h"
 #include "luks.h"
 #include "macro.h"
 #include "pending-marker.h"
@@ -666,7 +667,28 @@ nomem:
         return -TG_ERR_NOMEM;
 }
 
-int tg_audit(const tg_config *config, char **devices, size_t n_devices, json_object **ret, int *ret_first_error) {
+/*
+ * libcryptsetup's own lines (for example "Device /dev/vda does not exist or access denied." for every
+ * listed block device without a node that the enumeration probes) are not tpmguard's verdict: they go
+ * to the debug log (-vv), control characters replaced (a header field may be quoted in them), so
+ * that standard error holds tpmguard's lines only.
+ */
+static void cryptsetup_log(int level, const char *msg, void *userdata) {
+        _cleanup_free_ char *line = msg ? strdup(msg) : NULL;
+        size_t n;
+
+        (void) level;
+        (void) userdata;
+        if (!line)
+                return;
+        n = strlen(line);
+        if (n > 0 && line[n - 1] == '\n')
+                line[n - 1] = '\0';
+        log_debug("libcryptsetup: %s", tg_str_sanitize_line(line));
+}
+
+static int audit_run(const tg_config *config, char **devices, size_t n_devices, json_object **ret,
+                     int *ret_first_error) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_json_ json_object *o = json_object_new_object();
         json_object *volumes = json_object_new_array(), *tpm;
@@ -725,6 +747,15 @@ int tg_audit(const tg_config *config, char **devices, size_t n_devices, json_obj
         if (ret_first_error)
                 *ret_first_error = first_error;
         return 0;
+}
+
+int tg_audit(const tg_config *config, char **devices, size_t n_devices, json_object **ret, int *ret_first_error) {
+        int r;
+
+        crypt_set_log_callback(NULL, cryptsetup_log, NULL);
+        r = audit_run(config, devices, n_devices, ret, ret_first_error);
+        crypt_set_log_callback(NULL, NULL, NULL);
+        return r;
 }
 
 bool tg_audit_exposed(json_object *audit) {

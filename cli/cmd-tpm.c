@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The TPM commands: provision, verify, lockout setup|export, lockout-reset.
+ * The TPM commands: provision, verify, lockout setup|export, lockout-reset,
+ * sleep pre|post.
  * Thin, like the rest of the command line: they turn the trust floor's
  * results into output.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cmd-tpm.h"
 #include "cmdline.h"
@@ -17,9 +20,12 @@
 #include "json-util.h"
 #include "lockout.h"
 #include "log.h"
+#include "nullname.h"
 #include "pinned.h"
 #include "prompt.h"
 #include "provision.h"
+#include "seal.h"
+#include "tpmguard-config.h"
 #include "util.h"
 #include "verify.h"
 
@@ -60,26 +66,57 @@ static json_object *lockout_state_json(const tg_da_state *st) {
         return o;
 }
 
+/*
+ * --lockout-auth-copy F: the new lockout password also goes to a file the user named, created
+ * (never overwritten: a name that exists may be someone's link) root-only.
+ */
+static int lockout_auth_copy(const char *path, const char *hex) {
+        _cleanup_close_ int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        size_t len = strlen(hex);
+
+        if (fd < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot create %s for the lockout password: %m. Nothing is lost: "
+                                    "'tpmguard lockout export' prints it.", path);
+        if (write(fd, hex, len) != (ssize_t) len || write(fd, "\n", 1) != 1 || fsync(fd) < 0)
+                return log_error_rc(-TG_ERR_IO, "Cannot write the lockout password to %s: %m.", path);
+        return 0;
+}
+
 /* What provision and lockout setup did to the lockout hierarchy, for people. */
-static int lockout_result_print(const tg_lockout_result *res, const char *state_dir) {
+static int lockout_result_print(const tg_lockout_result *res, const char *state_dir, const char *copy_path) {
         _cleanup_secret_ tg_secret *auth = NULL;
         _cleanup_free_ char *hex = NULL;
         int r;
 
         switch (res->ownership) {
         case TG_LOCKOUT_TAKEN:
-                /* Printed once, for the owner's recovery records: the only other copy is root's file. */
+                /*
+                 * Printed once, for the owner's recovery records: the only other copy is root's file.
+                 * Only to a terminal: standard output of an automated run ends up in logs, which
+                 * outlive the machine's secrets. Otherwise the file named by --lockout-auth-copy.
+                 */
                 r = tg_lockout_auth_load(state_dir, &auth);
                 if (r < 0)
                         return r;
                 r = tg_hex_encode(auth->data, auth->size, &hex);
                 if (r < 0)
                         return r;
-                printf("  took the TPM's lockout hierarchy (it had no password); its new password is in %s/%s:\n"
-                       "    %s\n"
-                       "  Keep it with your recovery records ('tpmguard lockout export' prints it again).\n",
-                       state_dir, TG_LOCKOUT_FILE_NAME, hex);
+                if (copy_path)
+                        r = lockout_auth_copy(copy_path, hex);
+                if (isatty(STDOUT_FILENO))
+                        printf("  took the TPM's lockout hierarchy (it had no password); its new password is in %s/%s:\n"
+                               "    %s\n"
+                               "  Keep it with your recovery records ('tpmguard lockout export' prints it again).\n",
+                               state_dir, TG_LOCKOUT_FILE_NAME, hex);
+                else
+                        printf("  took the TPM's lockout hierarchy (it had no password); its new password is in %s/%s%s%s\n"
+                               "  (not shown: standard output is not a terminal). Keep a copy with your recovery\n"
+                               "  records: 'tpmguard lockout export' on a terminal prints it.\n",
+                               state_dir, TG_LOCKOUT_FILE_NAME, copy_path && r >= 0 ? " and " : "",
+                               copy_path && r >= 0 ? copy_path : "");
                 explicit_bzero(hex, strlen(hex));
+                if (r < 0)
+                        return r;
                 break;
         case TG_LOCKOUT_HELD:
                 printf("  lockout hierarchy: tpmguard holds its password (%s/%s)\n", state_dir, TG_LOCKOUT_FILE_NAME);
@@ -172,7 +209,7 @@ int cmd_provision(const cli *c, tg_config *config) {
                        "  that the key belongs to a genuine TPM rather than to whatever answered just now\n"
                        "  pinned in %s/%s (\"ek_trust\": \"%s\"; verify, status and doctor say so)\n",
                        name_hex, c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME, TG_PINNED_TRUST_TOFU);
-                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
+                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir, c->lockout_auth_copy);
                 if (r < 0)
                         return r;
         } else {
@@ -194,9 +231,19 @@ int cmd_provision(const cli *c, tg_config *config) {
                        pinned.ek_anchor_vendor, pinned.ek_anchor_sha256,
                        c->output_dir ?: config->state_dir, TG_PINNED_FILE_NAME,
                        persisted);
-                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir);
+                r = lockout_result_print(&lockout, c->output_dir ?: config->state_dir, c->lockout_auth_copy);
                 if (r < 0)
                         return r;
+        }
+        if (!c->json) {
+                TPM2B_NAME kernel_name;
+
+                /* The one place provisioning says it, with the reason (verify.c says it at debug level only). */
+                if (tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) == -TG_ERR_NOT_FOUND)
+                        printf("The kernel exports no TPM null_name (it needs Linux >= 6.10 built with "
+                               "CONFIG_TCG_TPM2_HMAC=y): at every boot a TPM reset is detected from the first "
+                               "verification on (the boot anchor), not before it, and suspend and hibernate need "
+                               "the sleep hook %s.\n", TPMGUARD_SLEEP_HOOK);
         }
         return 0;
 }
@@ -251,7 +298,7 @@ int cmd_lockout(const cli *c, tg_config *config) {
                 return 0;
         }
         printf("Lockout hierarchy set up.\n");
-        return lockout_result_print(&res, config->state_dir);
+        return lockout_result_print(&res, config->state_dir, c->lockout_auth_copy);
 }
 
 int cmd_lockout_reset(const cli *c, tg_config *config) {
@@ -378,4 +425,77 @@ int cmd_verify(const cli *c, tg_config *config) {
                 log_error("Verification failed: %s. 'tpmguard doctor' shows the whole state and what to do.",
                           tg_err_str(r));
         return r;
+}
+
+/*
+ * tpmguard sleep pre|post KIND: what the system-sleep hook runs (design
+ * §2.8, "Sleep"). Threat model: an attacker who restarts the TPM and
+ * replays its PCRs after this boot's anchor was recorded. A suspend moves
+ * the same counter, so the hook announces it: "pre" records, next to the
+ * counters a full verification has just authenticated, the sleep and a
+ * digest of the PCRs (audited PCR_Read in the session salted to the
+ * certified NULL key, so an interposer can fake neither); "post" certifies
+ * the NULL key again and re-anchors only when the counters moved exactly as
+ * that sleep moves them and, after a suspend, the PCRs are unchanged.
+ * With the kernel's null_name nothing is anchored (a Resume keeps the NULL
+ * seed): nothing to do.
+ */
+int cmd_sleep(const cli *c, tg_config *config) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        tg_verify_report report = {};
+        tg_verify_options o = {};
+        tg_pcr_values pcrs;
+        TPM2B_DIGEST digest;
+        tg_sleep_kind kind;
+        bool post, reanchored = false;
+        int r;
+
+        if (c->n_args != 2 || (strcmp(c->args[0], "pre") != 0 && strcmp(c->args[0], "post") != 0))
+                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard sleep pre|post KIND (what systemd-sleep passes "
+                                    "its hooks, see %s).", TPMGUARD_SLEEP_HOOK);
+        if (tg_sleep_kind_from_string(c->args[1], &kind) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "Unknown sleep type '%s': tpmguard knows suspend, hibernate, "
+                                    "hybrid-sleep and suspend-then-hibernate. After this sleep the TPM will be "
+                                    "refused until the next boot.", c->args[1]);
+        post = strcmp(c->args[0], "post") == 0;
+        o.accept_resume = post;
+
+        r = tg_verify(config, &o, &report, &v);
+        if (r < 0)
+                return log_error_rc(r, "The TPM did not verify %s the %s: %s. 'tpmguard doctor' shows the whole "
+                                    "state and what to do.", post ? "after" : "before", tg_sleep_kind_to_string(kind),
+                                    tg_err_str(r));
+        if (report.kernel_null_name_present) {
+                printf("Nothing to announce: the kernel's null_name detects a TPM reset, and a %s keeps the NULL "
+                       "key.\n", tg_sleep_kind_to_string(kind));
+                return 0;
+        }
+        r = tg_vtpm_pcr_read(v, TPM2_ALG_SHA256, TG_SLEEP_PCR_MASK, &pcrs);
+        if (r >= 0)
+                r = tg_pcr_values_digest(&pcrs, &digest);
+        if (r < 0)
+                return log_error_rc(r, "Cannot read the TPM's SHA-256 PCRs %s the %s.", post ? "after" : "before",
+                                    tg_sleep_kind_to_string(kind));
+        if (!post) {
+                r = tg_anchor_sleep_begin(config->cache_dir, &report.null_name, report.reset_count,
+                                          report.restart_count, kind, &digest);
+                if (r < 0)
+                        return r;
+                printf("%s announced to the boot anchor (restartCount %" PRIu32 ").\n",
+                       tg_sleep_kind_to_string(kind), report.restart_count);
+                return 0;
+        }
+        r = tg_anchor_resume(config->cache_dir, &report.null_name, report.reset_count, report.restart_count,
+                             &digest, &reanchored);
+        if (r < 0)
+                return r;
+        if (reanchored)
+                printf("Resumed from %s: the TPM's counters moved as that sleep moves them%s; boot anchor renewed "
+                       "(resetCount %" PRIu32 ", restartCount %" PRIu32 ").\n", tg_sleep_kind_to_string(kind),
+                       kind == TG_SLEEP_SUSPEND ? " and its PCRs are unchanged" : "",
+                       report.reset_count, report.restart_count);
+        else
+                printf("The TPM's counters did not move: the %s did not reach the TPM; boot anchor unchanged.\n",
+                       tg_sleep_kind_to_string(kind));
+        return 0;
 }

@@ -9,3 +9,4 @@ int cmd_provision(const cli *c, tg_config *config);
 int cmd_verify(const cli *c, tg_config *config);
 int cmd_lockout(const cli *c, tg_config *config);
 int cmd_lockout_reset(const cli *c, tg_config *config);
+int cmd_sleep(const cli *c, tg_config *config);

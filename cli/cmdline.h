@@ -28,6 +28,7 @@ typedef struct cli {
         const char *endorsement_auth_file;
         const char *owner_auth_file;
         const char *lockout_auth_file;
+        const char *lockout_auth_copy;  /* provision, lockout setup: where else the new lockout password goes */
         const char *pin_file;
         bool no_pin;
         const char *unlock_key_file;

@@ -248,7 +248,7 @@ static void set_next_for_error(doctor *d, tg_doctor_check *c, int r) {
                          "(ls /dev/tpm*; the tpm_tis or tpm_crb driver is loaded), or fix 'tcti' in %s.", conf);
                 break;
         case TG_ERR_AUTH_NEEDED:
-                set_next(d, c, "The endorsement hierarchy has a password: give it with --endorsement-auth-file F "
+                set_next(d, c, "If the endorsement hierarchy has a password, give it with --endorsement-auth-file F "
                          "('-' for stdin).");
                 break;
         case TG_ERR_LOCKOUT:
@@ -343,6 +343,15 @@ static void check_kernel(doctor *d) {
                                       "before it.%s", tg_null_name_policy_to_string(d->config->kernel_null_name), note);
                         set_next(d, c, "For reset detection from the start of the boot, boot a kernel >= 6.10 built "
                                  "with CONFIG_TCG_TPM2_HMAC=y.");
+                        /* Without it, every suspend and hibernate reads as a TPM restart: an alarm. */
+                        if (access(TPMGUARD_SLEEP_HOOK, X_OK) < 0) {
+                                c = add_check(d, "sleep", TPMGUARD_SLEEP_HOOK, TG_DOCTOR_WARNING, 0,
+                                              "The systemd-sleep hook is missing or not executable: after every "
+                                              "suspend or hibernate the boot anchor refuses the TPM (exit 3) until "
+                                              "the next boot.");
+                                set_next(d, c, "Reinstall the tpmguard package (or make %s executable); until "
+                                         "then, reboot after a resume.", TPMGUARD_SLEEP_HOOK);
+                        }
                 }
                 return;
         }
@@ -637,6 +646,38 @@ static void check_ek_certificate(doctor *d, tg_tpm *tpm) {
                   "(SHA-256 %s) of %s.", anchor.vendor, anchor.subject, anchor_hex, d->config->ek_ca);
 }
 
+/* enroll and the unlock need room for a few transient objects and sessions (no resource manager keeps
+ * them for us on /dev/tpm0): a full TPM fails them with an error far from its cause. */
+static void check_tpm_memory(doctor *d, tg_tpm *tpm) {
+        _cleanup_free_ TPMS_CAPABILITY_DATA *cap = NULL, *handles = NULL;
+        uint32_t objects = UINT32_MAX, sessions = UINT32_MAX, loaded = 0;
+        TPMI_YES_NO more;
+        tg_doctor_check *c;
+
+        if (tg_tpm_get_properties(tpm->esys, TPM2_PT_HR_LOADED_AVAIL, 4, &cap) < 0)
+                return;
+        for (UINT32 i = 0; i < cap->data.tpmProperties.count; i++) {
+                const TPMS_TAGGED_PROPERTY *p = &cap->data.tpmProperties.tpmProperty[i];
+                if (p->property == TPM2_PT_HR_TRANSIENT_AVAIL)
+                        objects = p->value;
+                else if (p->property == TPM2_PT_HR_LOADED_AVAIL)
+                        sessions = p->value;
+        }
+        if (Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_HANDLES,
+                               TPM2_TRANSIENT_FIRST, TPM2_MAX_CAP_HANDLES, &more, &handles) == TSS2_RC_SUCCESS &&
+            handles->capability == TPM2_CAP_HANDLES)
+                loaded = handles->data.handles.count;
+        if (objects != 0 && sessions != 0)
+                return;
+        c = add_check(d, "tpm-memory", d->config->tcti, TG_DOCTOR_PROBLEM, -TG_ERR_TPM,
+                      "The TPM has no room for %s (%" PRIu32 " transient objects loaded): enroll, unlocking and "
+                      "every verification fail until it is freed.", objects == 0 ? "another loaded object"
+                      : "another session", loaded);
+        set_next(d, c, "Without a resource manager, an earlier run that ended early or another program left them "
+                 "loaded: flush them ('tpm2_flushcontext -t' and 'tpm2_flushcontext -s') or reboot, or use the "
+                 "kernel's resource manager (tcti = device:/dev/tpmrm0 in %s).", d->config->path);
+}
+
 static void check_tpm(doctor *d) {
         _cleanup_tpm_ tg_tpm *tpm = NULL;
         TPMS_CAPABILITY_DATA *cap = NULL;
@@ -668,6 +709,7 @@ static void check_tpm(doctor *d) {
         tpm_identity(tpm->esys, identity, sizeof identity);
         add_check(d, "tpm", d->config->tcti, TG_DOCTOR_OK, 0, "A TPM 2.0 answers: %s.", identity);
 
+        check_tpm_memory(d, tpm);
         check_da(d, tpm);
         check_lockout(d, tpm);
         check_provisioning(d);

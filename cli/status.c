@@ -348,6 +348,11 @@ void tg_status_print(json_object *s, FILE *f) {
         fprintf(f, ", kernel null_name: %s", json_object_get_string(v));
         json_object_object_get_ex(tpm, "kernel_null_name_policy", &v);
         fprintf(f, " (policy: %s)\n", json_object_get_string(v));
+        json_object_object_get_ex(tpm, "kernel_null_name", &v);
+        if (strcmp(json_object_get_string(v), "absent") == 0)
+                fprintf(f, "  The kernel exports no TPM null_name (it needs Linux >= 6.10 built with "
+                        "CONFIG_TCG_TPM2_HMAC=y): a TPM reset is detected from this boot's first verification on "
+                        "(the boot anchor), not before it.\n");
         if (json_object_object_get_ex(tpm, "anchor", &v)) {
                 fprintf(f, "Reset anchor: %s", json_object_get_string(v));
                 json_object_object_get_ex(tpm, "anchor_detects", &v);

@@ -39,7 +39,7 @@ enum {
         OPT_KEY_SLOT, OPT_INITRD, OPT_CRYPTTAB, OPT_TOKEN, OPT_NEW_PIN_FILE, OPT_ACCEPT_TOKEN_POLICY,
         OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
         OPT_KEEP_OLD, OPT_OLD_PIN_FILE,
-        OPT_TOFU,
+        OPT_TOFU, OPT_LOCKOUT_AUTH_COPY,
         _OPT_MAX,
 };
 
@@ -114,6 +114,8 @@ static const struct option_doc {
         [OPT_OLD_PIN_FILE]     = { "old-pin-file", "F", "The old token's PIN, to prove its keyslot ('-' = stdin)", STRING(old_pin_file) },
         [OPT_TOFU]             = { "trust-on-first-use", NULL,
                                    "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)", FLAG(trust_on_first_use) },
+        [OPT_LOCKOUT_AUTH_COPY] = { "lockout-auth-copy", "F", "Also write a new lockout password to F (new file, 0600)",
+                                    STRING(lockout_auth_copy) },
 };
 
 /* Options every command takes. */
@@ -253,7 +255,7 @@ static int cmd_help(const cli *c, tg_config *config);
 
 static const cli_command commands[] = {
         { "provision", "", "Pin the EK signing key after proving it against the EK certificate; take the lockout hierarchy",
-          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(OWNER_AUTH) | O(LOCKOUT_AUTH) | O(TOFU) | O(JSON),
+          O(EK_CERT) | O(EK_CA) | O(EK_INTERMEDIATES) | O(OUTPUT) | O(EAUTH) | O(OWNER_AUTH) | O(LOCKOUT_AUTH) | O(TOFU) | O(LOCKOUT_AUTH_COPY) | O(JSON),
           CMD_CONFIG, cmd_provision },
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
           O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_verify },
@@ -285,9 +287,11 @@ static const cli_command commands[] = {
         { "bind", "DEV", "Record the volume's key fingerprint, so a decoy volume is refused",
           O(UNLOCK_KEY_FILE), CMD_CONFIG, cmd_bind },
         { "lockout", "setup|export", "Take the lockout hierarchy and set the DA parameters; print its password",
-          O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout },
+          O(EAUTH) | O(LOCKOUT_AUTH) | O(LOCKOUT_AUTH_COPY) | O(JSON), CMD_CONFIG, cmd_lockout },
         { "lockout-reset", "", "Reset the TPM's dictionary-attack counter (needs the lockout password)",
           O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout_reset },
+        { "sleep", "pre|post KIND", "Announce a suspend or hibernate to the boot anchor, re-anchor after it "
+          "(the system-sleep hook)", 0, CMD_CONFIG, cmd_sleep },
         { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, CMD_CONFIG, cmd_config },
         { "help", "[COMMAND]", "Show this help, or one command's", 0, 0, cmd_help },
 };

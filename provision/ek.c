@@ -190,17 +190,9 @@ int tg_ek_template_public(const tg_ek_template *t, TPM2B_PUBLIC *ret) {
 
 /* ---- TPM side ---- */
 
-static bool rc_is_auth_failure(TSS2_RC rc) {
-        TSS2_RC base = tg_tpm_rc_base(rc);
-        return (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER &&
-               (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL);
-}
-
-static int endorsement_rc(TSS2_RC rc, const char *operation) {
-        if (rc_is_auth_failure(rc))
-                return log_error_rc(-TG_ERR_AUTH_NEEDED,
-                                    "%s: the endorsement hierarchy has a password. Give it with "
-                                    "--endorsement-auth-file (it is never stored), then retry.", operation);
+static int endorsement_rc(ESYS_CONTEXT *esys, TSS2_RC rc, const char *operation) {
+        if (tg_rc_is_auth_failure(rc))
+                return tg_endorsement_auth_failed(esys, operation);
         return tg_tpm_rc(rc, operation);
 }
 
@@ -467,7 +459,7 @@ static int ek_create_matching(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_tem
         rc = Esys_CreatePrimary(tpm->esys, ESYS_TR_RH_ENDORSEMENT, auth_session, ESYS_TR_NONE, ESYS_TR_NONE,
                                 &sensitive, &in, &outside, &pcrs, &ek.tr, &out, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS)
-                return endorsement_rc(rc, "CreatePrimary(EK)");
+                return endorsement_rc(tpm->esys, rc, "CreatePrimary(EK)");
         if (out->publicArea.type != in.publicArea.type || out->publicArea.nameAlg != in.publicArea.nameAlg ||
             out->publicArea.objectAttributes != in.publicArea.objectAttributes ||
             out->publicArea.authPolicy.size != in.publicArea.authPolicy.size ||
@@ -625,7 +617,7 @@ static int ek_policy_session(tg_tpm *tpm, ESYS_TR auth_session, const tg_ek_temp
         rc = Esys_PolicySecret(tpm->esys, ESYS_TR_RH_ENDORSEMENT, session.tr, auth_session, ESYS_TR_NONE,
                                ESYS_TR_NONE, NULL, NULL, NULL, 0, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS)
-                return endorsement_rc(rc, "PolicySecret(endorsement)");
+                return endorsement_rc(tpm->esys, rc, "PolicySecret(endorsement)");
         if (t->high_range) {
                 const uint8_t *a, *b, *c;
                 size_t n = tg_ek_hash_size(t->name_alg);

@@ -26,13 +26,22 @@ static const TPML_PCR_SELECTION no_pcrs = {};
  * certified: salted to the NULL primary (the kernel's template), whose name
  * must be the kernel's null_name when the kernel exports one. A passive
  * recording of the bus then never holds the endorsement password, not even
- * an HMAC keyed by it alone; without a null_name, an active interposer that
- * substitutes the NULL key gets such an HMAC (a weak password could be
- * guessed offline) and is caught by the verification at the end, which
- * certifies the same NULL key with the key pinned here.
+ * an HMAC keyed by it alone.
+ *
+ * Without a null_name nothing vouches for that key until the end. Threat:
+ * an active interposer that substitutes only this first NULL key stands in
+ * the middle of the session. So (provision_key, tg_provision):
+ *  - no endorsement password is sent in it: with one, provisioning refuses
+ *    before any HMAC keyed by it is on the bus (a weak password could be
+ *    guessed offline from one);
+ *  - its name (*ret_name) must be the name of the NULL key the pinned key
+ *    certifies at the end (provision_lockout): a substitution is refused as
+ *    an interposer, and the pin is kept only after that check;
+ *  - what the session authenticated without a password (the TOFU listing of
+ *    the EK certificate indices) is said to be the bus's word (warning).
  */
 static int bootstrap_session(const tg_config *config, tg_tpm *tpm, tg_handle *null_key, tg_handle *ret_session,
-                             bool *ret_anchored) {
+                             TPM2B_NAME *ret_name, bool *ret_anchored) {
         static const TPMT_SYM_DEF aes128cfb = {
                 .algorithm = TPM2_ALG_AES,
                 .keyBits.aes = 128,
@@ -67,14 +76,15 @@ static int bootstrap_session(const tg_config *config, tg_tpm *tpm, tg_handle *nu
         if (r < 0 && r != -TG_ERR_NOT_FOUND)
                 return log_error_rc(r, "The kernel's null_name cannot be used. Nothing was pinned.");
         if (r == -TG_ERR_NOT_FOUND)
-                log_debug("No kernel null_name: the NULL key salting the endorsement session is checked later, "
-                          "by its certification.");
+                log_debug("No kernel null_name: the NULL key salting the bootstrap session is compared with "
+                          "the certified one at the end.");
 
         rc = Esys_StartAuthSession(tpm->esys, null_key->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
                                    NULL, TPM2_SE_HMAC, &aes128cfb, TPM2_ALG_SHA256, &ret_session->tr);
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "StartAuthSession (salted to the NULL key)");
         (void) Esys_TRSess_SetAttributes(tpm->esys, ret_session->tr, TPMA_SESSION_CONTINUESESSION, 0xff);
+        *ret_name = name;
         *ret_anchored = r >= 0;
         return 0;
 }
@@ -83,7 +93,8 @@ static int bootstrap_session(const tg_config *config, tg_tpm *tpm, tg_handle *nu
  * Steps 1-3: the EK signing key, proven against the EK certificate; fills pinned.
  * With options->trust_on_first_use and no EK certificate in NV: pinned unproven.
  */
-static int provision_key(const tg_config *config, const tg_provision_options *options, tg_pinned_key *pinned) {
+static int provision_key(const tg_config *config, const tg_provision_options *options, tg_pinned_key *pinned,
+                         TPM2B_NAME *ret_bootstrap_name, bool *ret_anchored) {
         _cleanup_tpm_ tg_tpm *tpm = NULL;
         _cleanup_(tg_ek_certified_freep) tg_ek_certified *certified = NULL;
         _cleanup_handle_ tg_handle signer = TG_HANDLE_NULL, null_key = TG_HANDLE_NULL, session = TG_HANDLE_NULL;
@@ -123,9 +134,18 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
 
         tg_progress("Provisioning: proving the EK against its certificate (EK re-creation; several seconds on "
                     "some TPMs)...");
-        r = bootstrap_session(config, tpm, &null_key, &session, &anchored);
+        r = bootstrap_session(config, tpm, &null_key, &session, ret_bootstrap_name, &anchored);
         if (r < 0)
                 return r;
+        *ret_anchored = anchored;
+        if (!anchored && options->endorsement_auth && options->endorsement_auth->size > 0)
+                return log_error_rc(-TG_ERR_NO_NULL_NAME,
+                                    "The kernel exports no TPM null_name, so nothing can verify the TPM before the "
+                                    "endorsement password's authorization would be sent: an interposer that "
+                                    "substitutes the first NULL key would receive an HMAC keyed by that password "
+                                    "and could guess a weak one offline. Nothing was sent or pinned. Provision "
+                                    "under a kernel that exports null_name (Linux >= 6.10 with "
+                                    "CONFIG_TCG_TPM2_HMAC=y); the pinned key then also serves boots without it.");
         if (options->trust_on_first_use) {
                 bool present;
 
@@ -142,6 +162,8 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
                         return r;
                 tofu = !present;
                 if (tofu && !anchored)
+                        /* Checked at the end (the bootstrap key must be the certified one), but a
+                         * first-use pin is what the end is checked with. */
                         log_warning("No kernel null_name: nothing authenticates the TPM's answer that it has no "
                                     "EK certificate, so an interposer present now could hide one to have its own "
                                     "key pinned. Use --trust-on-first-use here only for a TPM known to have no EK "
@@ -182,10 +204,8 @@ static int provision_key(const tg_config *config, const tg_provision_options *op
                                 ESYS_TR_NONE, &empty_sensitive, &tmpl, &no_outside_info, &no_pcrs,
                                 &signer.tr, &signer_public, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS) {
-                TSS2_RC base = tg_tpm_rc_base(rc);
-                if (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL)
-                        return log_error_rc(-TG_ERR_AUTH_NEEDED,
-                                            "The endorsement hierarchy has a password. Give it with --endorsement-auth-file.");
+                if (tg_rc_is_auth_failure(rc))
+                        return tg_endorsement_auth_failed(tpm->esys, "CreatePrimary (EK signing key)");
                 return tg_tpm_rc(rc, "CreatePrimary (EK signing key)");
         }
         r = tg_pinned_public_check(&signer_public->publicArea);
@@ -312,8 +332,10 @@ static void provision_persist(tg_verified_tpm *v, const tg_provision_options *op
  * pinned in pin_dir; the lockout password goes to dir.
  */
 static int provision_lockout(const tg_config *config, const tg_provision_options *options, const char *pin_dir,
-                             const char *dir, tg_pinned_key *pinned, tg_lockout_result *ret) {
+                             const char *dir, const TPM2B_NAME *bootstrap_name, tg_pinned_key *pinned,
+                             tg_lockout_result *ret) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        tg_verify_report report = {};
         tg_config c = *config;
         TPM2B_NAME kernel_name;
         int r;
@@ -326,9 +348,20 @@ static int provision_lockout(const tg_config *config, const tg_provision_options
          */
         if (tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) == -TG_ERR_NOT_FOUND)
                 c.kernel_null_name = TG_NULL_NAME_IF_AVAILABLE;
-        r = tg_verify(&c, &(tg_verify_options) { .endorsement_auth = options->endorsement_auth }, NULL, &v);
+        r = tg_verify(&c, &(tg_verify_options) { .endorsement_auth = options->endorsement_auth }, &report, &v);
         if (r < 0)
                 return r;
+        /*
+         * The bootstrap session's NULL key (bootstrap_session()) must be the one the pinned key
+         * has just certified: same NULL seed, same template, same name. Without the kernel's
+         * null_name nothing else checks it.
+         */
+        if (!tg_name_equal(&report.null_name, bootstrap_name))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The NULL key that salted provisioning's first session is not the one the TPM "
+                                    "certified at the end: an interposer substituted it (or the TPM was reset "
+                                    "during provisioning). The pin is not kept. Provision again on a TPM bus you "
+                                    "trust, or under a kernel that exports null_name.");
         provision_persist(v, options, pinned);
         if (pinned->persistent_handle != 0) {
                 r = tg_pinned_key_save(pin_dir, pinned);
@@ -353,18 +386,22 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         _cleanup_free_ char *tofu_dir = NULL;
         tg_pinned_key pinned = {};
         tg_lockout_result lockout = {};
+        TPM2B_NAME bootstrap_name = {};
+        bool anchored = false;
         int r;
 
-        r = provision_key(config, options, &pinned);
+        r = provision_key(config, options, &pinned, &bootstrap_name, &anchored);
         tg_progress_done();
         if (r < 0)
                 return r;
-        if (pinned.tofu) {
+        if (pinned.tofu || !anchored) {
                 /*
-                 * Nothing proves an unproven key: it is pinned only once the verification made with it
-                 * and the lockout step have passed. Until then it lives in a private directory beside
-                 * state_dir, so that whatever ends this run early (an interposer alert, a dropped
-                 * connection, a forged error) leaves the pin that was there, untouched, or none.
+                 * Nothing proves an unproven key, and without the kernel's null_name nothing has
+                 * checked the bootstrap session's NULL key yet: the key is pinned only once the
+                 * verification made with it (which compares that NULL key) and the lockout step have
+                 * passed. Until then it lives in a private directory beside state_dir, so that
+                 * whatever ends this run early (an interposer alert, a dropped connection, a forged
+                 * error) leaves the pin that was there, untouched, or none.
                  */
                 if (mkdir(dir, 0755) < 0 && errno != EEXIST)
                         return log_error_rc(-TG_ERR_IO, "Cannot create %s: %m", dir);
@@ -381,17 +418,19 @@ int tg_provision(const tg_config *config, const tg_provision_options *options, t
         }
 
         tg_progress("Provisioning: the lockout hierarchy and the dictionary-attack parameters...");
-        r = provision_lockout(config, options, tofu_dir ?: dir, dir, &pinned, &lockout);
+        r = provision_lockout(config, options, tofu_dir ?: dir, dir, &bootstrap_name, &pinned, &lockout);
         tg_progress_done();
         if (tofu_dir) {
                 if (r >= 0)
                         r = tg_pinned_key_save(dir, &pinned);
                 remove_pin_dir(tofu_dir);
                 if (r < 0)
-                        return log_error_rc(r, "The trust-on-first-use pin was not kept: the verification with it "
-                                            "or the lockout step failed (above), and nothing proves whose key it "
-                                            "was. The previous pin, if any, is unchanged. Provision again on a TPM "
-                                            "bus you trust.");
+                        return log_error_rc(r, "The new pin was not kept: the verification with it or the lockout "
+                                            "step failed (above), and %s. The previous pin, if any, is unchanged. "
+                                            "Provision again on a TPM bus you trust.",
+                                            pinned.tofu ? "nothing proves whose key it was"
+                                                        : "without the kernel's null_name that verification is "
+                                                          "what checks provisioning's first session");
         }
         if (ret_pinned)
                 *ret_pinned = pinned;

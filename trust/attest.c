@@ -320,7 +320,8 @@ int tg_certify_verify(const TPM2B_ATTEST *attest, const TPMT_SIGNATURE *sig,
         if (!tpm2b_equal(a.attested.certify.name.name, a.attested.certify.name.size,
                          expected_certified_name->name, expected_certified_name->size))
                 return log_alert_rc(-TG_ERR_INTERPOSER,
-                                    "Attestation certifies a different key than the kernel's NULL key: "
+                                    "Attestation certifies a different key than the one it was asked to certify "
+                                    "(the NULL key this verification created, or the pinned persistent key): "
                                     "interposer or TPM reset suspected.");
         /*
          * The certified key must be a primary of the NULL hierarchy: a fixedTPM key of the right

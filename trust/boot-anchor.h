@@ -28,6 +28,8 @@ const char *tg_anchor_detects(tg_anchor_kind k);
 
 typedef enum tg_anchor_state {
         TG_ANCHOR_MATCHED,          /* this boot's anchor was found and matches */
+        TG_ANCHOR_RESUMING,         /* moved as the announced sleep moves it (accept_resume only): not yet
+                                     * re-anchored, see tg_anchor_resume() */
         TG_ANCHOR_RECORDED,         /* none for this boot (none at all, or a stale one): recorded now */
         TG_ANCHOR_REPLACED_DAMAGED, /* a damaged or foreign anchor file was replaced, with a warning */
 } tg_anchor_state;
@@ -37,11 +39,52 @@ typedef enum tg_anchor_state {
  * certified (its name, and the resetCount and restartCount of the signed
  * attestation), or records it when this boot has none. Returns 0 with
  * *ret_state; -TG_ERR_INTERPOSER, logged as an alert, when the anchor of
- * this boot names another key or other counters; another negative error
+ * this boot names another key or other counters (unless accept_resume and
+ * an announced sleep explains the change: TG_ANCHOR_RESUMING); another negative error
  * (logged as a warning) when the anchor can be neither read nor written.
  */
 int tg_anchor_check(const char *dir, const TPM2B_NAME *null_name, uint32_t reset_count, uint32_t restart_count,
-                    tg_anchor_state *ret_state);
+                    bool accept_resume, tg_anchor_state *ret_state);
+
+/*
+ * Suspend and hibernate (design §2.8, "Sleep"), the kinds systemd-sleep(8)
+ * passes its hooks. A suspend keeps the PCRs: the ones a sleep must keep
+ * are TG_SLEEP_PCR_MASK of the SHA-256 bank (0-9 and 11-15; 10 is IMA's,
+ * which the running system extends at will, 16 and 23 may be reset by
+ * software).
+ */
+typedef enum tg_sleep_kind {
+        TG_SLEEP_SUSPEND,
+        TG_SLEEP_HIBERNATE,
+        TG_SLEEP_HYBRID,
+        TG_SLEEP_SUSPEND_THEN_HIBERNATE,
+        _TG_SLEEP_MAX,
+} tg_sleep_kind;
+
+#define TG_SLEEP_PCR_MASK UINT32_C(0xfbff)
+
+const char *tg_sleep_kind_to_string(tg_sleep_kind k);
+int tg_sleep_kind_from_string(const char *s, tg_sleep_kind *ret);
+
+/*
+ * Before sleep: this boot's anchor must name exactly the key and counters a
+ * verification has just authenticated; records in it that the sleep starts,
+ * with the SHA-256 digest of the TG_SLEEP_PCR_MASK PCRs read in an audited
+ * session salted to that key.
+ */
+int tg_anchor_sleep_begin(const char *dir, const TPM2B_NAME *null_name, uint32_t reset_count, uint32_t restart_count,
+                          tg_sleep_kind kind, const TPM2B_DIGEST *pcr_digest);
+
+/*
+ * After sleep, with the key and counters of a fresh certification and the
+ * PCR digest read as before sleep: re-anchors (*ret_reanchored = true) when
+ * they moved exactly as the announced sleep moves them and, after a
+ * suspend, the PCRs are the recorded ones; clears the announcement when
+ * nothing moved (the sleep failed). -TG_ERR_INTERPOSER, logged as an alert
+ * with the likely cause first, otherwise.
+ */
+int tg_anchor_resume(const char *dir, const TPM2B_NAME *null_name, uint32_t reset_count, uint32_t restart_count,
+                     const TPM2B_DIGEST *pcr_digest, bool *ret_reanchored);
 
 /*
  * For the warm cache path, which proves its key without a new attestation:

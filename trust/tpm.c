@@ -194,6 +194,21 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {
                                     "%s: the TPM is in dictionary-attack lockout. Wait for the lockout to expire "
                                     "(see 'tpmguard status') or use the recovery passphrase.", operation);
 
+        /*
+         * Without a resource manager (/dev/tpm0, an emulator's socket) objects and sessions that a
+         * run which ended early left loaded stay in the TPM's few slots; the next run then fails
+         * here. Name the cause and the way out instead of a bare "TPM error".
+         */
+        if (base == TPM2_RC_OBJECT_MEMORY || base == TPM2_RC_SESSION_MEMORY || base == TPM2_RC_MEMORY ||
+            base == TPM2_RC_SESSION_HANDLES)
+                return log_error_rc(-TG_ERR_TPM,
+                                    "%s: the TPM's memory for loaded objects or sessions is full (%s). Without a "
+                                    "resource manager, what an earlier run that ended early (or another program) "
+                                    "left loaded stays there: flush it ('tpm2_flushcontext -t' and "
+                                    "'tpm2_flushcontext -s') or reboot, or use the kernel's resource manager "
+                                    "(tcti = device:/dev/tpmrm0). 'tpmguard doctor' shows the TPM's free slots.",
+                                    operation, decoded);
+
         if (base == TPM2_RC_RETRY || base == TPM2_RC_YIELDED || base == TPM2_RC_TESTING ||
             base == TPM2_RC_NV_RATE || base == TPM2_RC_INITIALIZE)
                 return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
@@ -493,4 +508,39 @@ bool tg_public_equals_evp(const TPMT_PUBLIC *public, EVP_PKEY *pkey) {
         if (tg_public_to_evp(public, &mine) < 0)
                 return false;
         return EVP_PKEY_eq(mine, pkey) == 1;
+}
+
+bool tg_rc_is_auth_failure(TSS2_RC rc) {
+        TSS2_RC base = tg_tpm_rc_base(rc);
+
+        return (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER && (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL);
+}
+
+/*
+ * Threat: an interposer that answers an endorsement authorization with a
+ * forged TPM_RC_AUTH_FAIL makes "the hierarchy has a password" look like the
+ * cause, and the user types a password he does not have, or gives up. The
+ * TPM's TPMA_PERMANENT says whether one is set; that answer is the bus's word
+ * too, so with "none" both causes are named, the bus first.
+ */
+int tg_endorsement_auth_failed(ESYS_CONTEXT *esys, const char *operation) {
+        _cleanup_free_ TPMS_CAPABILITY_DATA *cap = NULL;
+
+        if (tg_tpm_get_properties(esys, TPM2_PT_PERMANENT, 1, &cap) < 0 || cap->data.tpmProperties.count != 1 ||
+            cap->data.tpmProperties.tpmProperty[0].property != TPM2_PT_PERMANENT)
+                return log_error_rc(-TG_ERR_AUTH_NEEDED,
+                                    "%s: the TPM refused the endorsement authorization. Either the endorsement "
+                                    "hierarchy has a password (give it with --endorsement-auth-file; it is never "
+                                    "stored) or the one given is wrong, or an interposer on the TPM bus altered the "
+                                    "session.", operation);
+        if (cap->data.tpmProperties.tpmProperty[0].value & TPMA_PERMANENT_ENDORSEMENTAUTHSET)
+                return log_error_rc(-TG_ERR_AUTH_NEEDED,
+                                    "%s: the endorsement hierarchy has a password (the TPM reports one set). Give "
+                                    "it with --endorsement-auth-file (it is never stored), or check the one given, "
+                                    "then retry.", operation);
+        return log_alert_rc(-TG_ERR_INTERPOSER,
+                            "%s: the TPM refused the endorsement authorization, yet it reports no endorsement "
+                            "password: an interposer on the TPM bus may have altered the session or forged the "
+                            "refusal. Nothing secret was sent. Investigate the TPM bus; only if you know the "
+                            "hierarchy has a password after all, give it with --endorsement-auth-file.", operation);
 }

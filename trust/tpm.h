@@ -70,6 +70,16 @@ void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys);
 int tg_tpm_get_properties(ESYS_CONTEXT *esys, TPM2_PT first, UINT32 count, TPMS_CAPABILITY_DATA **ret);
 /* The TPM_RC format-one/zero code with session/parameter/handle bits removed. */
 TSS2_RC tg_tpm_rc_base(TSS2_RC rc);
+/* A TPM (not ESAPI) answer TPM_RC_BAD_AUTH or TPM_RC_AUTH_FAIL. */
+bool tg_rc_is_auth_failure(TSS2_RC rc);
+/*
+ * After the TPM refused an endorsement hierarchy authorization (operation
+ * names the command): asks the TPM whether an endorsement password is set
+ * and says which cause is likely. -TG_ERR_AUTH_NEEDED when one is set (or the
+ * TPM does not say); -TG_ERR_INTERPOSER, as an alert, when the TPM reports
+ * none (the refusal was forged or the session altered on the bus).
+ */
+int tg_endorsement_auth_failed(ESYS_CONTEXT *esys, const char *operation);
 
 /*
  * An ESYS_TR that is flushed (transient objects, sessions) or closed

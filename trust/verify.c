@@ -299,7 +299,7 @@ static int verify_from_cache(const tg_config *config, tg_verified_tpm *v, const 
                         tg_vcache_drop(config);
                         goto fail;
                 }
-                r = tg_anchor_check(config->cache_dir, &v->null_name, report->reset_count, report->restart_count,
+                r = tg_anchor_check(config->cache_dir, &v->null_name, report->reset_count, report->restart_count, false,
                                     &state);
                 if (r < 0)
                         goto fail;
@@ -338,10 +338,8 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, ESYS_TR auth_session, 
                                 &empty_sensitive, template, &no_outside_info, &no_pcrs,
                                 &h.tr, &out_public, NULL, NULL, NULL);
         if (rc != TSS2_RC_SUCCESS) {
-                TSS2_RC base = tg_tpm_rc_base(rc);
-                if (hierarchy == ESYS_TR_RH_ENDORSEMENT && (base == TPM2_RC_BAD_AUTH || base == TPM2_RC_AUTH_FAIL))
-                        return log_error_rc(-TG_ERR_AUTH_NEEDED,
-                                            "The endorsement hierarchy has a password. Give it with --endorsement-auth-file.");
+                if (hierarchy == ESYS_TR_RH_ENDORSEMENT && tg_rc_is_auth_failure(rc))
+                        return tg_endorsement_auth_failed(tpm->esys, what);
                 return tg_tpm_rc(rc, what);
         }
 
@@ -425,8 +423,8 @@ static int persisted_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_
  * to the NULL key, never the password: a recording of the bus learns nothing
  * of it. With the kernel's null_name the NULL key is already trusted here;
  * without, a substituted NULL key would give an active interposer that HMAC
- * to guess a weak password offline, and fails the certification that
- * follows (design §2, "Hierarchy passwords"). Either way its name must be
+ * to guess a weak password offline, so no password is sent then (refused;
+ * design §2, "Hierarchy passwords"). Either way its name must be
  * the pinned one. *ret_name is set whenever a key was found, also when it is
  * not the pinned one (the report names it).
  */
@@ -442,12 +440,19 @@ static int pinned_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_han
                 TPM2B_PUBLIC tmpl;
 
                 /*
-                 * The pin says the key was persisted, and the TPM (or whoever answers for it) says the
-                 * handle is empty. Re-creating the key would send an HMAC of the endorsement password
-                 * in a session salted to a NULL key nothing has verified yet (no kernel null_name): an
-                 * interposer that forged the empty handle and substitutes the NULL key gets it to guess
-                 * offline. That downgrade is refused; re-provisioning persists the key again.
+                 * Re-creating the key sends an HMAC of the endorsement password in a session salted
+                 * to a NULL key nothing has verified yet (no kernel null_name): an interposer that
+                 * substitutes the NULL key (and, when the pin says the key was persisted, forges the
+                 * empty handle) gets it to guess offline. Refused; a persisted key needs no password.
                  */
+                if (v->endorsement_auth && !v->null_key_trusted && pinned->persistent_handle == 0)
+                        return log_error_rc(-TG_ERR_NO_NULL_NAME,
+                                            "The EK signing key is not persisted, and re-creating it needs the "
+                                            "endorsement password. Without the kernel's null_name, tpmguard does "
+                                            "not send that password's authorization before the TPM is verified (an "
+                                            "interposer could guess a weak password from it). Run 'tpmguard "
+                                            "provision --owner-auth-file ...' under a kernel that exports null_name "
+                                            "to persist the key, or boot such a kernel.");
                 if (pinned->persistent_handle != 0 && v->endorsement_auth && !v->null_key_trusted)
                         return log_error_rc(-TG_ERR_TPM,
                                             "The EK signing key is no longer at 0x%08" PRIx32 ", where 'tpmguard "
@@ -513,9 +518,11 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                                             "The kernel exports no TPM null_name (needs Linux >= 6.10 with CONFIG_TCG_TPM2_HMAC=y), "
                                             "and %s requires it. Boot such a kernel, or set kernel_null_name = prefer "
                                             "to detect TPM resets from the first verification of each boot on.", config->path);
-                log_notice("The kernel exports no TPM null_name: TPM resets are detected from this boot's first "
-                           "verification on (boot anchor in %s), not before it (kernel_null_name = %s).",
-                           config->cache_dir, tg_null_name_policy_to_string(config->kernel_null_name));
+                /* Said once, with its reason, where the user reads the state (status, doctor, provision,
+                 * verify's result line), not by every command and unlock. */
+                log_debug("The kernel exports no TPM null_name: TPM resets are detected from this boot's first "
+                          "verification on (boot anchor in %s), not before it (kernel_null_name = %s).",
+                          config->cache_dir, tg_null_name_policy_to_string(config->kernel_null_name));
         } else if (r < 0)
                 return log_error_rc(-TG_ERR_INVALID,
                                     "The kernel's null_name cannot be used. Refusing to use the TPM.");
@@ -624,10 +631,12 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         if (!report->kernel_null_name_present) {
                 tg_anchor_state state;
 
-                r = tg_anchor_check(config->cache_dir, &v->null_name, info.reset_count, info.restart_count, &state);
+                r = tg_anchor_check(config->cache_dir, &v->null_name, info.reset_count, info.restart_count,
+                                    options && options->accept_resume, &state);
                 if (r == -TG_ERR_INTERPOSER)
                         return r;
                 if (r >= 0) {
+                        report->resuming = state == TG_ANCHOR_RESUMING;
                         /* A damaged anchor anchored nothing this time: say so in the report too. */
                         report->anchor = state == TG_ANCHOR_REPLACED_DAMAGED ? TG_ANCHOR_NONE : TG_ANCHOR_BOOT;
                         report->anchor_recorded = state != TG_ANCHOR_MATCHED;

@@ -29,6 +29,8 @@ typedef struct tg_verify_report {
         tg_null_name_policy policy;
         tg_anchor_kind anchor;          /* what detects a TPM reset during this boot (design §2.7) */
         bool anchor_recorded;           /* TG_ANCHOR_BOOT: this verification recorded the boot anchor */
+        bool resuming;                  /* accept_resume: the counters moved as the announced sleep moves
+                                         * them; not re-anchored yet (tg_anchor_resume()) */
         TPM2B_NAME null_name;           /* the name of the NULL key we created and certified */
         TPM2B_NAME ek_signing_key_name; /* the pinned (and matched) signer */
         uint64_t clock;                 /* clock fields: 0 when a cached NULL key was proven without ReadClock */
@@ -49,6 +51,9 @@ typedef struct tg_verify_options {
                                          * from the cache, one that ends with tg_unseal()'s Load), and
                                          * the NULL key is flushed as soon as the policy session, the
                                          * last one salted to it, is started */
+        bool accept_resume;             /* a full verification that lets a move of the TPM's counters the
+                                         * announced sleep explains through (report->resuming), for the
+                                         * sleep hook's re-anchoring only (boot-anchor.h) */
 } tg_verify_options;
 
 /*

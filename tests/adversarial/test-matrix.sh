@@ -360,6 +360,11 @@ mode record                 'all|narrow' --mode record
 # NULL key they salt to is caught only by its certification there.
 mode substitute             'all|narrow' --mode substitute
 mode substitute-pin-crack   'all|narrow' --mode substitute,pin-crack
+# Only the first NULL key is substituted, the one salting provisioning's
+# bootstrap session; every later key passes genuine, so the certification at
+# the end succeeds. With null_name it is the kernel's name that refuses it;
+# without, the comparison with the certified key (provision/provision.c).
+mode substitute-bootstrap   activatecred --mode substitute --substitute-first 1
 mode tamper-createprimary   all          --mode tamper --tamper CreatePrimary:40:0x01
 mode boot-reset             all          --mode reset --reset-after GetRandom:1
 # Without the kernel's null_name, the boot anchor: a verification (directly,

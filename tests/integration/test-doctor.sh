@@ -249,6 +249,32 @@ no_null_name_by_policy() {
         expect_in "boot anchor), not before it" "$OUT"
         expect_in "Reset anchor: boot" "$OUT"
         expect_in "No problems; " "$OUT"
+        # Without the systemd-sleep hook every resume would be an alarm: said (this build's path).
+        if [ ! -x "$(pkg-config --variable=systemdsleepdir systemd 2>/dev/null || echo /lib/systemd/system-sleep)/tpmguard" ]; then
+                expect_in "[WARN] sleep" "$OUT"
+                expect_in "system-sleep/tpmguard" "$OUT"
+        fi
+}
+
+# A TPM without a resource manager (swtpm here, /dev/tpm0 on a machine)
+# whose object slots are taken by what an earlier run left loaded: doctor
+# says so, and the verification names the cause, not a bare "TPM error".
+test_case tpm_object_memory_full
+tpm_object_memory_full() {
+        setup_enrolled
+        local i
+        for i in 1 2 3 4 5 6; do
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_createprimary -C o -c "$WORK/left$i.ctx" >/dev/null 2>&1 || break
+        done
+        expect_exit 7 doctor "$WORK/disk.img"
+        expect_in "[FAIL] tpm-memory" "$OUT"
+        expect_in "tpm2_flushcontext" "$OUT"
+        expect_exit 7 "$TPMGUARD" verify
+        expect_in "memory for loaded objects or sessions is full" "$ERR"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext -t >/dev/null
+        expect_exit 0 doctor "$WORK/disk.img"
+        refute_in "tpm-memory" "$OUT"
+        expect_exit 0 "$TPMGUARD" verify
 }
 
 test_case ek_certificate_chain_rechecked

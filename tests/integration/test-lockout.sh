@@ -43,7 +43,7 @@ provision_takes_lockout_and_sets_safe_da() {
         [ "$(prop lockoutAuthSet)" = 0 ]
         [ "$(prop TPM2_PT_MAX_AUTH_FAIL)" = 0x3E8 ]
         set_da_config # tpmguard's defaults
-        expect_exit 0 "$TPMGUARD" provision
+        expect_exit 0 "$TPMGUARD" provision --lockout-auth-copy "$WORK/lockout.copy"
         expect_in "took the TPM's lockout hierarchy" "$OUT"
         # What an independent client sees: a lockout password, and the defaults
         # (32 tries, one forgiven every 7200 s, 86400 s after a wrong lockout password).
@@ -51,10 +51,14 @@ provision_takes_lockout_and_sets_safe_da() {
         [ "$(prop TPM2_PT_MAX_AUTH_FAIL)" = 0x20 ]
         [ "$(prop TPM2_PT_LOCKOUT_INTERVAL)" = 0x1C20 ]
         [ "$(prop TPM2_PT_LOCKOUT_RECOVERY)" = 0x15180 ]
-        # Stored root-only, 64 hex digits, printed once, exported on demand.
+        # Stored root-only, 64 hex digits, exported on demand; never printed to a standard output
+        # that is not a terminal (an automated run's log), copied to the file the user named.
         [ "$(stat -c %a "$WORK/state/lockout-auth")" = 400 ]
         grep -qxE '[0-9a-f]{64}' "$WORK/state/lockout-auth"
-        expect_in "$(cat "$WORK/state/lockout-auth")" "$OUT"
+        refute_in "$(cat "$WORK/state/lockout-auth")" "$OUT"
+        expect_in "not a terminal" "$OUT"
+        [ "$(cat "$WORK/lockout.copy")" = "$(cat "$WORK/state/lockout-auth")" ]
+        [ "$(stat -c %a "$WORK/lockout.copy")" = 600 ]
         expect_exit 0 "$TPMGUARD" lockout export
         [ "$OUT" = "$(cat "$WORK/state/lockout-auth")" ]
         # Without the password nobody resets the DA counter or weakens the parameters.
@@ -97,9 +101,11 @@ for cid, words in (("lockout", "no password"), ("da-parameters", "fast PIN guess
     assert words in c["summary"], c
     assert "tpmguard lockout setup" in c["next_step"], c
 PY
-        # The command doctor names fixes both.
-        expect_exit 0 "$TPMGUARD" lockout setup
-        expect_in "took the TPM's lockout hierarchy" "$OUT"
+        # The command doctor names fixes both; at a terminal it shows the new password once.
+        expect_exit 0 "$TPMGUARD_SRC/tests/integration/pty-answer" --prompt 'no prompt expected' --log "$WORK/tty.log" \
+                -- "$TPMGUARD" lockout setup
+        expect_in "took the TPM's lockout hierarchy" "$(cat "$WORK/tty.log")"
+        expect_in "$(cat "$WORK/state/lockout-auth")" "$(cat "$WORK/tty.log")"
         [ "$(prop TPM2_PT_MAX_AUTH_FAIL)" = 0x20 ]
         expect_exit 0 "$TPMGUARD" doctor --json
         "$PY" - "$OUT" <<'PY'

@@ -96,7 +96,9 @@ null_name_missing_if_available() {
         expect_exit 0 "$TPMGUARD" verify --json
         expect_in '"verdict": "verified"' "$OUT"
         expect_in '"kernel_null_name": "absent"' "$OUT"
-        expect_in "boot anchor" "$ERR"
+        # Said by the result (anchor "boot" and what it detects), not by a notice on every command.
+        expect_in '"anchor": "boot"' "$OUT"
+        refute_in "null_name" "$ERR"
         # Without the kernel's record, the first verification anchored the boot
         # (if-available now means prefer): a reset after it is refused.
         "$FIXTURE" reset "$WORK/tpm"
@@ -297,15 +299,86 @@ endorsement_password() {
         # Without the kernel's null_name the NULL key is not verified before the EK signing
         # key is: the password's HMAC is not sent in a session salted to it to re-create a key
         # the pin says was persisted (an interposer could have forged the empty handle; red-team
-        # finding). Re-provisioning persists the key again.
+        # finding). Re-provisioning persists the key again, under a kernel with null_name:
+        # provisioning itself sends no endorsement authorization before the TPM is verified.
         write_config if-available
-        rm -f "$WORK/null_name"
+        mv "$WORK/null_name" "$WORK/null_name.saved"
         # (still evicted, from above)
         expect_exit 7 "$TPMGUARD" verify --endorsement-auth-file - <"$WORK/eauth"
         expect_in "no longer at 0x81010100" "$ERR"
         expect_in "tpmguard provision" "$ERR"
+        expect_exit 5 "$TPMGUARD" provision --endorsement-auth-file "$WORK/eauth"
+        expect_in "Nothing was sent or pinned" "$ERR"
+        mv "$WORK/null_name.saved" "$WORK/null_name"
         expect_exit 0 "$TPMGUARD" provision --endorsement-auth-file "$WORK/eauth"
+        rm "$WORK/null_name"
         expect_exit 0 "$TPMGUARD" verify
+}
+
+# An interposer that answers the endorsement CreatePrimary with a forged
+# TPM_RC_AUTH_FAIL, on a TPM without an endorsement password: not "the
+# hierarchy has a password" (the TPM reports none), but the bus, first.
+test_case forged_endorsement_auth_fail
+forged_endorsement_auth_fail() {
+        tpm_setup
+        require_interposer
+        # The second CreatePrimary is the EK's, in the endorsement hierarchy; 0x98e is
+        # TPM_RC_AUTH_FAIL for its session 1.
+        interposer_start --mode forge-rc --forge-rc CreatePrimary:2:0x98e
+        expect_exit 3 "$TPMGUARD" provision
+        interposer_stop
+        grep -q '"forge-rc"' "$WORK/findings.json"
+        expect_in "reports no endorsement password" "$ERR"
+        refute_in "the endorsement hierarchy has a password" "$ERR"
+        test ! -e "$WORK/state/ek-signing-key.json"
+}
+
+# Without the kernel's null_name, an interposer that substitutes only the
+# first NULL key (the one salting provisioning's bootstrap session) and lets
+# every later one through: the NULL key certified at the end is compared with
+# it, so provisioning fails and pins nothing. With an endorsement password,
+# nothing keyed by it reaches the bus: refused before, and the interposer's
+# offline search (pin-crack, the password in its word list) finds nothing.
+test_case substituted_bootstrap_key_refused
+substituted_bootstrap_key_refused() {
+        tpm_setup
+        require_interposer
+        write_config prefer
+        rm "$WORK/null_name"
+        interposer_start --mode substitute --substitute-first 1 --record "$WORK/capture.jsonl"
+        expect_exit 3 "$TPMGUARD" provision
+        interposer_stop
+        expect_in "first session is not the one the TPM certified" "$ERR"
+        grep -q '"substitute-public"' "$WORK/findings.json"
+        test ! -e "$WORK/state/ek-signing-key.json"
+        # Nothing left behind in state_dir (the pin waits in a private directory until checked).
+        [ -z "$(find "$WORK/state" -mindepth 1 -name '.tofu-pin*')" ]
+
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_changeauth -c e weak-pw >/dev/null
+        printf 'weak-pw\n' >"$WORK/eauth"
+        printf 'weak-pw\n' >"$WORK/words"
+        rm -f "$WORK/findings.json" "$WORK/capture.jsonl"
+        interposer_start --mode substitute,pin-crack --substitute-first 1 --wordlist "$WORK/words" \
+                --record "$WORK/capture.jsonl"
+        local rc=0
+        "$TPMGUARD" provision --endorsement-auth-file "$WORK/eauth" >/dev/null 2>"$WORK/provision.err" || rc=$?
+        interposer_stop
+        # First what the bus gave away (without the refusal, pin-crack finds the password in the
+        # EK CreatePrimary's HMAC), then the refusal itself.
+        "$PY" - "$WORK/findings.json" "$WORK/capture.jsonl" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+found = [c for c in f.get("pin_crack", []) if c.get("result") == "found"]
+assert not found, "the endorsement password was recovered from the bus: %s" % found
+pw = b"weak-pw"
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    for k in ("hex", "upstream_hex"):
+        assert pw not in bytes.fromhex(r.get(k) or ""), "the password in clear on the bus"
+PY
+        [ "$rc" = 5 ] || { echo "# provision exited $rc, not 5" >&2; return 1; }
+        expect_in "Nothing was sent or pinned" "$(cat "$WORK/provision.err")"
+        test ! -e "$WORK/state/ek-signing-key.json"
 }
 
 # Issue 18: provisioning persists the EK signing key at 0x81010100 (one CreatePrimary fewer per

@@ -519,6 +519,34 @@ class EndToEndTest(unittest.TestCase):
         self.assertEqual(f["errors"], [])
         self.assertEqual(f["hmac_untranslated"], [])
 
+    def test_substitute_first_only(self):
+        """--substitute-first 1: the first NULL key is swapped, the second passes genuine and its session
+        stays opaque (the client salted to the real key), so nothing breaks after the first."""
+        self.start_proxy("substitute", "--substitute-first", "1")
+        first = self.tool("tpm2_createprimary", "-C", "n", "-G", "ecc", "-c", "first.ctx").stdout.decode()
+        self.flush_transient()
+        second = self.tool("tpm2_createprimary", "-C", "n", "-G", "ecc", "-c", "second.ctx").stdout.decode()
+        self.flush_transient()
+        self.tool("tpm2_startauthsession", "--hmac-session", "-c", "second.ctx", "-S", "s.ctx")
+        self.flush_transient()
+        rnd = self.tool("tpm2_getrandom", "--hex", "24", "-S", "s.ctx").stdout.decode()
+        self.tool("tpm2_flushcontext", "s.ctx")
+        self.assertRegex(rnd, r"^[0-9a-f]{48}$")
+        f = self.finish()
+        sub = [a for a in f["attacks"] if a["attack"] == "substitute-public"]
+        # the first key's CreatePrimary (and tpm2_flushcontext's ReadPublic of it), never the second's
+        self.assertEqual([a["command"] for a in sub if a["command"] == "CreatePrimary"], ["CreatePrimary"])
+        self.assertEqual(len({a["fake_name"] for a in sub}), 1)
+        # The real NULL key, straight from swtpm: the second answer is it, the first is not.
+        real = self.tool("tpm2_createprimary", "-C", "n", "-G", "ecc", "-c", "real.ctx", via_proxy=False).stdout.decode()
+        self.tool("tpm2_flushcontext", "--transient-object", via_proxy=False)
+        point = lambda out: [line for line in out.splitlines() if line.startswith(("x:", "y:"))]
+        self.assertEqual(point(second), point(real))
+        self.assertNotEqual(point(first), point(real))
+        self.assertNotIn("salt-reencrypt", [a["attack"] for a in f["attacks"]])
+        self.assertEqual(len(f["opaque_sessions"]), 1)
+        self.assertEqual(f["errors"], [])
+
     def test_substitute_persistent_srk(self):
         """systemd's path: a persistent SRK at 0x81000001 read with ReadPublic, then a salted session."""
         direct = dict(via_proxy=False)

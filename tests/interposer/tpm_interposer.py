@@ -34,6 +34,10 @@ Substitute mode (the active attack that tpmguard's verification must catch):
     command HMAC (checked against the client's key first) and the response
     HMAC are recomputed. cpHash is computed with the names each side knows
     (the fake name for the client, the real name for the TPM).
+  - --substitute-first N: only the first N CreatePrimary answers are
+    substituted (and ReadPublic and sessions of the handles they returned);
+    later keys pass genuine, so that a check at the end that certifies a
+    fresh key succeeds and only a comparison with the first one can tell.
   - Handled: HMAC and policy sessions, authValues that are empty or learned
     (password sessions, decrypted inSensitive of Create, cracked PINs),
     extra decrypt/encrypt session nonces in the first session's HMAC, bound
@@ -84,7 +88,8 @@ secret (a no-PIN token) unseals for it: the secret is in its findings
 object's authValue (the PIN's): the proxy holds none, skips it, and the TPM
 refuses Unseal (a policy digest mismatch, which costs no DA try).
 
-Other modes: record, pin-crack, tamper, reset, drop, replay, mutate; see --help.
+Other modes: record, pin-crack, tamper, reset, drop, replay, mutate, forge-rc
+(a well-formed error response to the Nth command CC); see --help.
 Modes combine: --mode substitute,pin-crack.
 """
 
@@ -108,7 +113,7 @@ import mutate as mt
 import tpmwire as tw
 
 MODES = ("record", "substitute", "loaded-key", "zgen-key", "owner-key", "pin-crack", "tamper", "reset", "drop",
-         "replay", "mutate", "inject-unseal", "hide-ek-certs")
+         "replay", "mutate", "inject-unseal", "hide-ek-certs", "forge-rc")
 EK_CERT_NV_FIRST, EK_CERT_NV_LAST = 0x01C00000, 0x01C0FFFF
 SWTPM_CMD_INIT = 2
 SUBSTITUTE_HIERARCHIES = (tw.TPM_RH_NULL, tw.TPM_RH_OWNER, tw.TPM_RH_ENDORSEMENT)
@@ -289,6 +294,18 @@ def parse_cc_count(text, what):
     return (cc, n)
 
 
+def parse_forge_rc(text):
+    """CC:N:RC"""
+    parts = text.split(":")
+    if len(parts) != 3:
+        raise argparse.ArgumentTypeError("--forge-rc wants CC:N:RC, got %r" % text)
+    cc, n = parse_cc_count(":".join(parts[:2]), "--forge-rc")
+    rc = int(parts[2], 0)
+    if not 0 < rc < (1 << 32):
+        raise argparse.ArgumentTypeError("--forge-rc: RC must be a non-zero 32-bit response code")
+    return (cc, n, rc)
+
+
 def parse_tamper(text):
     parts = text.split(":")
     if len(parts) != 3:
@@ -383,6 +400,11 @@ class Proxy:
         self.sessions = {}
         self.fakes = {}            # (x, y) of the real key -> FakeKey
         self.by_real_name = {}     # real name -> FakeKey
+        # --substitute-first N: only the first N CreatePrimary answers are substituted; sessions
+        # are translated only when salted to a handle one of them returned (the genuine key that
+        # a later CreatePrimary returns is the client's to salt to: those sessions stay opaque).
+        self.substituted_primaries = 0
+        self.substituted_handles = set()
         self.known_auths = []      # learned authValues (bytes)
         self.pcr_extends = []      # raw PCR_Extend commands forwarded since the last reset
         self.cc_counts = {}
@@ -509,6 +531,9 @@ class Proxy:
             hierarchy = cmd.handles[0]
             if hierarchy not in SUBSTITUTE_HIERARCHIES:
                 return None
+            limit = self.args.substitute_first
+            if limit is not None and self.substituted_primaries >= limit:
+                return None
             creation_data = rd.tpm2b()
             creation_hash = rd.tpm2b(64)
             ticket_tag = rd.u16()
@@ -525,9 +550,12 @@ class Proxy:
             self.attack(attack="substitute-public", command="CreatePrimary",
                         hierarchy=tw.HIERARCHY_NAMES.get(hierarchy, hh(hierarchy)),
                         real_name=hx(fk.real_name), fake_name=hx(fk.fake_name))
+            self.substituted_primaries += 1
             return out
         # ReadPublic
         handle = cmd.handles[0]
+        if self.args.substitute_first is not None and handle not in self.substituted_handles:
+            return None
         real_name = rd.tpm2b(68)
         rd.tpm2b(68)  # qualifiedName
         rd.done()
@@ -870,7 +898,8 @@ class Proxy:
                 else:
                     info.update(client_salt=client_salt, tpm_salt=client_salt, fake=fk)
                     self.attack(attack="salt-decrypt", salted_to=hh(tpm_key), fake_name=hx(fk.fake_name))
-            elif fk is not None and "substitute" in self.modes:
+            elif (fk is not None and "substitute" in self.modes
+                  and (self.args.substitute_first is None or tpm_key in self.substituted_handles)):
                 try:
                     client_salt = tw.ecc_salt_decrypt(fk.private, fk.fake, enc_salt)
                     tpm_salt, enc2 = tw.ecc_salt_encrypt(fk.real)
@@ -900,6 +929,9 @@ class Proxy:
         if cmd.cc == 0x176 and ctx.start is not None:
             self.post_start_session(cmd, ctx.start, resp)
             return
+        if cmd.cc != 0x131 and resp.handles:
+            # A handle reused by ContextLoad, Load...: not a substituted primary any more.
+            self.substituted_handles.discard(resp.handles[0])
         if self.redirect_null_primary(upstream, cmd, resp):
             return
         params = resp.params
@@ -929,6 +961,11 @@ class Proxy:
                 new_plain = self.substitute_response_params(cmd, plain)
             except tw.WireError as e:
                 self.findings.add("errors", {"command": cmd.name, "error": "substitute: %s" % e})
+            if cmd.cc == 0x131 and resp.handles:
+                if new_plain is not None:
+                    self.substituted_handles.add(resp.handles[0])
+                else:
+                    self.substituted_handles.discard(resp.handles[0])
         if new_plain is None and cmd.cc in (0x131, 0x173) and plain is None and "substitute" in self.modes:
             self.findings.add("errors", {"command": cmd.name, "error": "response encrypted under an unknown key"})
         if new_plain is not None or (encrypted_by is not None and encrypted_by[0].mitm):
@@ -1185,6 +1222,13 @@ class Proxy:
                 b[start + off] ^= xor
                 out = bytes(b)
                 self.attack(attack="tamper", command=name, offset=off, xor=xor, seq=seq)
+        if "forge-rc" in self.modes:
+            # A well-formed error response (header only, no sessions), as the TPM would send it:
+            # what the client then says is all the diagnosis the user gets.
+            for fcc, fn, frc in self.args.forge_rc:
+                if fcc == cc and n == fn:
+                    self.attack(attack="forge-rc", command=name, occurrence=n, rc=hh(frc), seq=seq)
+                    out = tw.error_response(frc)
         if "drop" in self.modes:
             for spec in self.args.drop:
                 if self.matches(spec, cc, n):
@@ -1527,6 +1571,9 @@ def parse_args(argv):
     p.add_argument("--mode", required=True,
                    type=lambda s: [m for m in s.split(",") if m],
                    help="comma-separated: " + ", ".join(MODES))
+    p.add_argument("--substitute-first", type=int, metavar="N",
+                   help="substitute: only the first N CreatePrimary answers (and ReadPublic and sessions of "
+                        "the handles they returned); later keys pass genuine")
     p.add_argument("--findings", help="JSON findings file (rewritten after each command and at exit)")
     p.add_argument("--record", help="JSONL file of every command and response")
     p.add_argument("--pidfile")
@@ -1539,6 +1586,8 @@ def parse_args(argv):
     p.add_argument("--drop", action="append", default=[], type=lambda s: parse_cc_count(s, "--drop"),
                    metavar="CC[:N]", help="drop the response to the Nth (default: every) command CC")
     p.add_argument("--drop-action", choices=("retry", "close"), default="retry")
+    p.add_argument("--forge-rc", action="append", default=[], type=parse_forge_rc, metavar="CC:N:RC",
+                   help="forge-rc: answer the Nth command CC with a well-formed error response RC")
     p.add_argument("--replay", action="append", default=[], type=lambda s: parse_cc_count(s, "--replay"),
                    metavar="CC[:N]")
     p.add_argument("--mutate-seed", type=int, default=0, help="mutate: the seed that picks the mutation")
@@ -1563,6 +1612,8 @@ def parse_args(argv):
         p.error("tamper mode needs --tamper CC:OFFSET:XORBYTE")
     if "reset" in args.mode and (not args.reset_after or args.reset_after[1] is None):
         p.error("reset mode needs --reset-after CC:N")
+    if "forge-rc" in args.mode and not args.forge_rc:
+        p.error("forge-rc mode needs --forge-rc CC:N:RC")
     if "drop" in args.mode and not args.drop:
         p.error("drop mode needs --drop CC[:N]")
     if "mutate" in args.mode and args.mutate_at is None and not args.mutate_spec:

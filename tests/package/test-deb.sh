@@ -146,6 +146,8 @@ fi
 if [ -d "$SRC/units" ]; then
         unitdir=$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
         check "tpmguard-verify.service in $unitdir" test -f "$R$unitdir/tpmguard-verify.service"
+        sleepdir=$(pkg-config --variable=systemdsleepdir systemd 2>/dev/null || echo /lib/systemd/system-sleep)
+        check "system-sleep hook (suspend, hibernate) in $sleepdir" test -x "$R$sleepdir/tpmguard"
         check "systemd-cryptsetup@.service drop-in (quiet tpm2-tss) in $unitdir" \
                 grep -qx "Environment=TSS2_LOG=all+NONE" "$R$unitdir/systemd-cryptsetup@.service.d/tpmguard.conf"
 else
@@ -155,7 +157,7 @@ fi
 
 # Nothing outside the places above.
 unexpected=$(cd "$R" && find . -type f | sed 's|^\.||' | grep -vE \
-        "^(/usr/sbin/tpmguard|$plugin|/etc/tpmguard/tpmguard.conf|/usr/share/(man|doc|bash-completion|initramfs-tools)/.*|/usr/share/tpmguard/ek-ca/(roots.pem|intermediates.pem|MANIFEST|LICENSE)|/usr/lib/dracut/modules.d/90tpmguard/.*|/(usr/)?lib/systemd/system/.*|/usr/libexec/tpmguard/.*)$")
+        "^(/usr/sbin/tpmguard|$plugin|/etc/tpmguard/tpmguard.conf|/usr/share/(man|doc|bash-completion|initramfs-tools)/.*|/usr/share/tpmguard/ek-ca/(roots.pem|intermediates.pem|MANIFEST|LICENSE)|/usr/lib/dracut/modules.d/90tpmguard/.*|/(usr/)?lib/systemd/system(-sleep)?/.*|/usr/libexec/tpmguard/.*)$")
 [ -n "$unexpected" ] && echo "# unexpected: $unexpected"
 check "no file outside the expected places" test -z "$unexpected"
 
