@@ -58,8 +58,9 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
  *    does too, or ask, which is what happened before).
  * A check that cannot run (a PCR bank the TPM lacks) asks for the PIN, as before.
  */
-static int pin_can_work(const tg_config *config, const tg_token *token) {
+static int pin_can_work(struct crypt_device *cd, const tg_config *config, const tg_token *token) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        const char *device = cd ? crypt_get_device_name(cd) : NULL;
         char pcrs[96];
         bool satisfied = true;
         tg_da_state da;
@@ -91,8 +92,8 @@ static int pin_can_work(const tg_config *config, const tg_token *token) {
                                     "Not asking for the PIN: the %s values of PCR %s no longer match the token's "
                                     "sealed policy, so no PIN can unlock it (firmware, boot loader or Secure Boot "
                                     "settings changed?). Unlock with the recovery passphrase, then run "
-                                    "'tpmguard reseal DEVICE' (it asks for that passphrase).",
-                                    tg_pcr_bank_to_string(token->pcr_bank), pcrs);
+                                    "'tpmguard reseal %s' (it asks for that passphrase).",
+                                    tg_pcr_bank_to_string(token->pcr_bank), pcrs, device ?: "DEVICE");
         }
         return -TG_ERR_PIN_NEEDED;
 }
@@ -121,7 +122,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 return log_error_rc(-TG_ERR_BAD_PIN, "%u wrong PINs: no more tries (pin_tries = %u). "
                                     "Use the recovery passphrase.", *wrong, config->pin_tries);
         if (token.pin && !pin)
-                return pin_can_work(config, &token);
+                return pin_can_work(cd, config, &token);
 
         /* One unseal and nothing after it: the session ends with its last command (no FlushContext). */
         r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = true }, NULL, &v);
