@@ -10,6 +10,8 @@
 #     mismatch, no DA try;
 #   - the unlock's policy session salted to another key (redirect-salt):
 #     reported as tampering, not "Wrong PIN", no DA try, no second prompt;
+#   - the cached NULL key's saved context swapped for another key's
+#     (swap-context): the same, on the warm path;
 #   - the Unseal's response HMAC flipped (tamper-hmac Unseal): tampering, no
 #     DA try (the TPM unsealed with the right PIN), no second prompt;
 #   - the lifecycle's unseal (rotate) rides out the same PCR race.
@@ -109,6 +111,27 @@ redirected_salt_is_tampering() {
                 tty_lacks "Try again"
                 same_da "$before"
         done
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case swapped_context_is_tampering
+swapped_context_is_tampering() {
+        setup_enrolled
+        local before
+        expect_exit 0 "$TPMGUARD" verify --record
+        before=$(da_counter)
+        # The second ContextLoad of the cached NULL key: the PIN call's (the call before it,
+        # without a PIN, checks that one can work; a swap there fails the cached proof and
+        # costs a full verification, trust/verify.c).
+        interposer_start --mode swap-context --swap-context-at 2
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked through a swapped NULL key context" >&2; return 1; }
+        attacked swap-context
+        [ "$PROMPTS" = 1 ] || { echo "# $PROMPTS PIN prompts (a retry prompt after tampering)" >&2; return 1; }
+        tty_has "Interposer suspected"
+        tty_lacks "Wrong PIN"
+        same_da "$before"
         recovery_opens "$WORK/disk.img"
 }
 
