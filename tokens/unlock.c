@@ -68,8 +68,8 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
 
         r = tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v);
         if (r < 0)
-                return log_error_rc(r, "Not asking for the PIN: the TPM failed its verification, so no PIN could "
-                                    "unlock. Use the recovery passphrase, then run 'tpmguard doctor'.");
+                return log_error_rc(r, "Not asking for the PIN: the TPM could not be verified (see above), so no "
+                                    "PIN could unlock. Use the recovery passphrase, then run 'tpmguard doctor'.");
         if (tg_vcache_da_load(config, &da) < 0 || da.max_failures == 0 ||
             tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0) {
                 if (tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0)
