@@ -376,7 +376,8 @@ static bool reseal_pin_can_work(const tg_config *config, const tg_token *t) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         bool satisfied = true;
 
-        if (t->pcr_mask == 0 || tg_verify(config, NULL, NULL, &v) < 0 ||
+        /* This boot's verification cache when warm: the check only picks what to ask for. */
+        if (t->pcr_mask == 0 || tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v) < 0 ||
             tg_token_policy_satisfied(v, t, &satisfied) < 0)
                 return true;
         return satisfied;
