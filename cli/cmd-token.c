@@ -368,6 +368,22 @@ int cmd_rotate(const cli *c, tg_config *config) {
 }
 
 /*
+ * Whether the token's PCR policy holds for the PCR values now (read over a verified session):
+ * whether its PIN could authorize a reseal at all. A failed check says nothing (ret true):
+ * the unseal then names the cause.
+ */
+static bool reseal_pin_can_work(const tg_config *config, const tg_token *t) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        bool satisfied = true;
+
+        /* This boot's verification cache when warm: the check only picks what to ask for. */
+        if (t->pcr_mask == 0 || tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v) < 0 ||
+            tg_token_policy_satisfied(v, t, &satisfied) < 0)
+                return true;
+        return satisfied;
+}
+
+/*
  * reseal: the new policy comes from the command line, else tpmguard.conf —
  * never from the old token, whose fields an attacker can edit (docs/design.md §9.1).
  * Authorized by unsealing (the current PIN, which the new seal keeps) or by
@@ -413,6 +429,22 @@ int cmd_reseal(const cli *c, tg_config *config) {
                         r = read_new_pin(config, c->pin_file, &new_pin);
                 if (r >= 0)
                         r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        } else if (!reseal_pin_can_work(config, &t)) {
+                /*
+                 * The PCRs changed since the seal (the usual reason to reseal): no PIN can unseal
+                 * the token, so none is asked for. The recovery passphrase authorizes instead,
+                 * from the terminal; the new PIN (--pin-file, or asked twice) seals the new token.
+                 */
+                log_notice("The PCR values no longer match the token's sealed policy, so its PIN cannot authorize "
+                           "the reseal: authorize it with the recovery passphrase (or --unlock-key-file F).");
+                if (!c->no_pin)
+                        r = read_new_pin(config, c->pin_file, &new_pin);
+                if (r >= 0) {
+                        r = tg_passphrase_read(NULL, "Recovery passphrase: ", false, &unlock);
+                        if (r < 0)
+                                r = log_error_rc(-TG_ERR_PCR_MISMATCH, "No recovery passphrase given: give it on "
+                                                 "the terminal or with --unlock-key-file F.");
+                }
         } else {
                 r = cli_read_current_pin(c, &t, &pin);
                 if (r >= 0 && !c->no_pin) {

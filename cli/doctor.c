@@ -823,7 +823,8 @@ static void check_token(doctor *d, struct crypt_device *cd, const char *device, 
                               tg_pcr_bank_to_string(token.pcr_bank), pcrs[0] ? pcrs : "(none)",
                               token.pin ? "PIN" : "no PIN");
                 set_next(d, c, "If the firmware, boot loader or Secure Boot keys were updated on purpose, unlock "
-                         "with the recovery passphrase and reseal to the new values ('tpmguard reseal %s'); if "
+                         "with the recovery passphrase and reseal to the new values ('tpmguard reseal %s', which asks for "
+                         "that passphrase); if "
                          "nothing was updated, the boot chain changed unexpectedly: investigate first.", device);
         } else
                 add_check(d, "volume", subject, TG_DOCTOR_OK, 0,

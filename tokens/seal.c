@@ -533,26 +533,41 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
         char pcrs[96];
         tg_da_state da;
 
-        if (base == TPM2_RC_POLICY_FAIL || base == TPM2_RC_PCR_CHANGED) {
+        if (base == TPM2_RC_PCR_CHANGED)
+                /* unseal_object() retried it TG_PCR_RACE_TRIES times: a race, whatever the PCRs hold. */
+                return log_error_rc(-TG_ERR_TPM,
+                                    "Another process extended PCRs during each of %u unseal attempts (a race, not a "
+                                    "changed boot chain; no PIN try was spent). Try again in a moment.",
+                                    TG_PCR_RACE_TRIES);
+        if (base == TPM2_RC_POLICY_FAIL) {
                 tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
                 return log_error_rc(-TG_ERR_PCR_MISMATCH,
                                     "PCR mismatch: the %s values of PCR %s no longer match the sealed policy. "
                                     "Did firmware or the boot chain change? Unlock with the recovery passphrase "
-                                    "and run 'tpmguard reseal'.", tg_pcr_bank_to_string(token->pcr_bank), pcrs);
+                                    "and run 'tpmguard reseal DEVICE' (it asks for that passphrase).",
+                                    tg_pcr_bank_to_string(token->pcr_bank), pcrs);
         }
         if (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH) {
+                /*
+                 * The policy session was proven before (policy_prove()): a broken salt never gets here.
+                 * The TPM answers a wrong PIN and an Unseal altered on the bus (its HMAC or session
+                 * attributes) alike, so the message says both are possible.
+                 */
                 if (tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0) {
                         if (da.in_lockout || da.failures >= da.max_failures)
                                 return log_error_rc(-TG_ERR_LOCKOUT,
-                                                    "Wrong PIN. The TPM is now in dictionary-attack lockout; "
-                                                    "one try returns every %u s. Use the recovery passphrase.",
+                                                    "Wrong PIN (or the command was altered on the TPM bus: the TPM "
+                                                    "cannot tell which). The TPM is now in dictionary-attack "
+                                                    "lockout; one try returns every %u s. Use the recovery passphrase.",
                                                     da.recovery_seconds);
                         return log_error_rc(-TG_ERR_BAD_PIN,
-                                            "Wrong PIN. %u of %u tries left before the TPM locks out "
+                                            "Wrong PIN (or the command was altered on the TPM bus: the TPM cannot "
+                                            "tell which). %u of %u tries left before the TPM locks out "
                                             "(one failure is forgiven every %u s).",
                                             da.max_failures - da.failures, da.max_failures, da.recovery_seconds);
                 }
-                return log_error_rc(-TG_ERR_BAD_PIN, "Wrong PIN.");
+                return log_error_rc(-TG_ERR_BAD_PIN, "Wrong PIN (or the command was altered on the TPM bus: the TPM "
+                                    "cannot tell which).");
         }
         return tg_tpm_rc(rc, "Unseal");
 }
@@ -567,29 +582,106 @@ static int load_error(TSS2_RC rc) {
         return tg_tpm_rc(rc, "Load (sealed object)");
 }
 
-/* The policy session for the Unseal, salted to the verified NULL key, with the token's policy run in it. */
-static int policy_start(tg_verified_tpm *v, const tg_token *token, tg_handle *policy) {
+/* The token's policy, run in a policy session (fresh, or after PolicyRestart). */
+static int policy_run(tg_verified_tpm *v, const tg_token *token, ESYS_TR policy) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         TPM2B_DIGEST no_pcr_digest = {};
         TPML_PCR_SELECTION sel;
         TSS2_RC rc;
+
+        (void) Esys_TRSess_SetAttributes(esys, policy, TPMA_SESSION_CONTINUESESSION, 0xff);
+        pcr_selection(token->pcr_bank, token->pcr_mask, &sel);
+        if (token->pcr_mask) {
+                rc = Esys_PolicyPCR(esys, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &no_pcr_digest, &sel);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyPCR");
+        }
+        if (token->pin) {
+                rc = Esys_PolicyAuthValue(esys, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyAuthValue");
+        }
+        return 0;
+}
+
+/*
+ * The proof of a fresh policy session (before its policy is run).
+ *
+ * Threat: an interposer that breaks the session's salt (StartAuthSession's tpmKey pointed at
+ * another key, a swapped saved context) leaves the TPM with a session key we do not have. The
+ * PIN-bearing Unseal would then be the first command to show it, as TPM_RC_AUTH_FAIL: a "wrong
+ * PIN" that costs a dictionary-attack try, and another at every PIN retyped. So the session
+ * is proven first: it is the non-authorizing encrypt session of one command, whose response HMAC
+ * the TPM keys with its session key and ESAPI checks. A mismatch is
+ * TSS2_ESYS_RC_RSP_AUTH_FAILED, bus tampering (-TG_ERR_INTERPOSER), before any PIN was tried.
+ *
+ * The TPM resets a policy session's policy after every command that carries it with
+ * continueSession (TPM 2.0 Part 4, UpdateInternalSession()), so the proof comes before the
+ * policy commands, never in them. The one-shot unlock proves the session on the sealed object's
+ * Load, which it sends anyway (tg_unseal(): no command more on the warm path); elsewhere it is
+ * PolicyGetDigest (policyDigest is a TPM2B: encrypt is allowed), one command.
+ */
+static int policy_prove(tg_verified_tpm *v, ESYS_TR policy) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_free_ TPM2B_DIGEST *digest = NULL;
+        TSS2_RC rc;
+
+        (void) Esys_TRSess_SetAttributes(esys, policy, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT, 0xff);
+        rc = Esys_PolicyGetDigest(esys, policy, policy, ESYS_TR_NONE, ESYS_TR_NONE, &digest);
+        /* The TPM checks the command HMAC of every session it is given, and names nothing but
+         * the session here: a refused one means its session key is not ours either. */
+        if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER &&
+            (tg_tpm_rc_base(rc) == TPM2_RC_BAD_AUTH || tg_tpm_rc_base(rc) == TPM2_RC_AUTH_FAIL))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM does not share the key of the policy session salted to the verified "
+                                    "NULL key (%s): the session was redirected or swapped on the TPM bus. "
+                                    "Interposer suspected; the PIN was not tried and no PIN try was spent.",
+                                    Tss2_RC_Decode(rc));
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "PolicyGetDigest (the proof of the salted policy session, before the PIN)");
+        return 0;
+}
+
+/*
+ * The one-shot unlock's Load (password-authorized), with the policy session as its encrypt
+ * session: the proof of that session (policy_prove()) at no command's cost. *proving says
+ * whether it was; it is cleared when the TPM refuses the proof session's HMAC, which covers
+ * the parent's name too: that name may come from the token's parent_name (a hint there,
+ * srk_tr_unread()), so the Load goes again without it, and the caller proves the session
+ * with policy_prove() instead, where no name can be wrong.
+ */
+static TSS2_RC load_proving(ESYS_CONTEXT *esys, ESYS_TR parent, const tg_token *token, ESYS_TR policy, bool *proving,
+                            ESYS_TR *ret_object) {
+        TSS2_RC rc;
+
+        if (*proving) {
+                (void) Esys_TRSess_SetAttributes(esys, policy, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT,
+                                                 0xff);
+                rc = Esys_Load(esys, parent, ESYS_TR_PASSWORD, policy, ESYS_TR_NONE, &token->private_blob,
+                               &token->public_blob, ret_object);
+                if ((rc & TSS2_RC_LAYER_MASK) != TSS2_TPM_RC_LAYER ||
+                    (rc & (TPM2_RC_S | TPM2_RC_N_MASK)) != (TPM2_RC_S | TPM2_RC_2) ||
+                    (tg_tpm_rc_base(rc) != TPM2_RC_BAD_AUTH && tg_tpm_rc_base(rc) != TPM2_RC_AUTH_FAIL))
+                        return rc;
+                log_debug("The Load's proof session was refused (%s): loading without it, proving it next.",
+                          Tss2_RC_Decode(rc));
+                *proving = false;
+        }
+        return Esys_Load(esys, parent, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &token->private_blob,
+                         &token->public_blob, ret_object);
+}
+
+/* The policy session for the Unseal, salted to the verified NULL key, proven, with the token's policy run in it. */
+static int policy_start(tg_verified_tpm *v, const tg_token *token, tg_handle *policy) {
         int r;
 
         r = tg_vtpm_start_policy_session(v, &policy->tr);
         if (r < 0)
                 return r;
-        pcr_selection(token->pcr_bank, token->pcr_mask, &sel);
-        if (token->pcr_mask) {
-                rc = Esys_PolicyPCR(esys, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &no_pcr_digest, &sel);
-                if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "PolicyPCR");
-        }
-        if (token->pin) {
-                rc = Esys_PolicyAuthValue(esys, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
-                if (rc != TSS2_RC_SUCCESS)
-                        return tg_tpm_rc(rc, "PolicyAuthValue");
-        }
-        return 0;
+        r = policy_prove(v, policy->tr);
+        if (r < 0)
+                return r;
+        return policy_run(v, token, policy->tr);
 }
 
 /* After the Load: a persistent SRK goes back to the verified TPM (a later seal or unseal reads it no more),
@@ -627,14 +719,41 @@ static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_sec
          * continueSession clear: a successful Unseal ends the policy session in the TPM, so it
          * needs no FlushContext; a failed one leaves it open, and it is flushed as usual.
          */
-        (void) Esys_TRSess_SetAttributes(esys, policy->tr, TPMA_SESSION_ENCRYPT, 0xff);
-        rc = Esys_Unseal(esys, object, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, &out);
-        tg_tpm_wipe_last_response(esys);
+        for (unsigned attempt = 1;; attempt++) {
+                (void) Esys_TRSess_SetAttributes(esys, policy->tr, TPMA_SESSION_ENCRYPT, 0xff);
+                rc = Esys_Unseal(esys, object, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, &out);
+                tg_tpm_wipe_last_response(esys);
+                if (tg_tpm_rc_base(rc) != TPM2_RC_PCR_CHANGED || attempt >= TG_PCR_RACE_TRIES)
+                        break;
+                /*
+                 * A PCR was extended (by anyone: IMA, systemd's measurements, another
+                 * service) between PolicyPCR and the Unseal. The TPM checks this before the
+                 * authValue, so it cost no dictionary-attack try, and says nothing about the
+                 * values of the token's PCRs: run the policy again. PolicyRestart is the
+                 * spec's answer to TPM_RC_PCR_CHANGED (Part 3, PolicyRestart): it keeps the
+                 * salted, proven session (a fresh one would need the NULL key, which a one-shot
+                 * unlock has already flushed) and clears its policy digest and PCR counter.
+                 */
+                log_debug("TPM_RC_PCR_CHANGED on Unseal (attempt %u of %u): running the policy again.", attempt,
+                          TG_PCR_RACE_TRIES);
+                rc = Esys_PolicyRestart(esys, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
+                if (rc != TSS2_RC_SUCCESS) {
+                        r = tg_tpm_rc(rc, "PolicyRestart");
+                        goto wipe_auth;
+                }
+                r = policy_run(v, token, policy->tr);
+                if (r < 0)
+                        goto wipe_auth;
+        }
+        r = 0;
+wipe_auth:
         if (token->pin) {
                 /* ESAPI keeps the authValue in the object's metadata and frees it unwiped on flush. */
                 TPM2B_AUTH empty = {};
                 (void) Esys_TR_SetAuth(esys, object, &empty);
         }
+        if (r < 0)
+                return r;
         if (rc != TSS2_RC_SUCCESS)
                 return unseal_error(v, token, rc);
         policy->close_only = true;
@@ -693,6 +812,7 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
         } else {
                 _cleanup_free_ TPM2B_NAME *loaded_name = NULL;
                 TPM2B_NAME our_name;
+                bool proving = true;
 
                 /*
                  * No HMAC session (one-shot, docs/design.md §2.4): the policy session is the only salted
@@ -712,9 +832,11 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                  *    it, a failed unlock it could cause by dropping any command anyway;
                  *  - an altered name in the Load response (it would go into that cpHash and turn a
                  *    bus attack into a "wrong PIN" that costs a DA try): compared below with our own
-                 *    hash of the token's public area, before the Unseal.
+                 *    hash of the token's public area, before the Unseal; and, since the policy
+                 *    session is the Load's encrypt session (the proof, policy_prove()), the
+                 *    response HMAC covers that name too.
                  */
-                r = policy_start(v, token, &policy);
+                r = tg_vtpm_start_policy_session(v, &policy.tr);
                 if (r < 0)
                         return r;
                 /*
@@ -728,9 +850,11 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         parent = (tg_handle) { .esys = esys, .tr = parent.tr, .close_only = true };
                 else if (srk_tr_unread(esys, &token->parent_name, &parent) < 0)
                         parent = TG_HANDLE_NULL;
+                /* The policy session as the Load's encrypt session (load_proving()). An error
+                 * response proves nothing and changes nothing in the session: the retry below
+                 * proves it then. */
                 rc = parent.tr == ESYS_TR_NONE ? (TSS2_TPM_RC_LAYER | TPM2_RC_HANDLE) :
-                        Esys_Load(esys, parent.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                                  &token->private_blob, &token->public_blob, &object.tr);
+                        load_proving(esys, parent.tr, token, policy.tr, &proving, &object.tr);
                 /* A TPM error (no key there, or another key: the token may be sealed under a
                  * transient SRK); anything else (the response itself) is not retried. */
                 if (rc != TSS2_RC_SUCCESS && (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER) {
@@ -740,8 +864,7 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         r = srk_for_unseal(v, &token->parent_name, &parent);
                         if (r < 0)
                                 return r;
-                        rc = Esys_Load(esys, parent.tr, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                                       &token->private_blob, &token->public_blob, &object.tr);
+                        rc = load_proving(esys, parent.tr, token, policy.tr, &proving, &object.tr);
                 }
                 if (rc != TSS2_RC_SUCCESS)
                         return load_error(rc);
@@ -756,6 +879,14 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         return log_alert_rc(-TG_ERR_INTERPOSER,
                                             "Load of the sealed object returned a name that is not the token's: "
                                             "altered on the TPM bus. Interposer suspected; the PIN was not tried.");
+                if (!proving) {
+                        r = policy_prove(v, policy.tr);
+                        if (r < 0)
+                                return r;
+                }
+                r = policy_run(v, token, policy.tr);
+                if (r < 0)
+                        return r;
         }
 
         r = unseal_object(v, token, auth, object.tr, &policy, ret_secret);

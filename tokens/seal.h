@@ -11,6 +11,13 @@
 
 #define TG_PCR_COUNT 24
 
+/*
+ * How many times an Unseal answered TPM_RC_PCR_CHANGED (a PCR extended by another process
+ * between PolicyPCR and the Unseal) runs the policy again before giving up as a race
+ * (-TG_ERR_TPM, never a PCR mismatch). Each retry costs no dictionary-attack try.
+ */
+#define TG_PCR_RACE_TRIES 10
+
 /* PCR values for a policy: either read from the TPM or given by the user. */
 typedef struct tg_pcr_values {
         uint16_t bank;                /* TPM2_ALG_* */
@@ -51,7 +58,10 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
  * Unseals a token's secret over verified sessions. pin may be NULL when the
  * token needs none; a token that needs one and gets NULL returns
  * -TG_ERR_PIN_NEEDED without talking to the TPM. Wrong PIN → -TG_ERR_BAD_PIN
- * (with the DA state logged), PCRs changed → -TG_ERR_PCR_MISMATCH.
+ * (with the DA state logged), PCRs changed → -TG_ERR_PCR_MISMATCH, a policy
+ * session whose salt the TPM did not share (bus tampering, found before the
+ * PIN is tried) → -TG_ERR_INTERPOSER, PCRs extended by others during every
+ * one of TG_PCR_RACE_TRIES attempts → -TG_ERR_TPM.
  */
 int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret);
 

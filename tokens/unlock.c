@@ -45,6 +45,59 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
         return NULL;
 }
 
+/*
+ * Called without a PIN (libcryptsetup's first call): -TG_ERR_PIN_NEEDED, which makes
+ * systemd-cryptsetup and cryptsetup ask for one, only when a PIN can work. A user asked for a
+ * PIN that cannot work types it, is told it failed, and learns that refusals are noise. So
+ * what is known before the prompt is checked first, and said, with an error that sends
+ * the caller on to the recovery passphrase without a PIN prompt (lib/error.c: -ENOENT, -EAGAIN):
+ *  - the verification (a failed one is an alarm, and the PIN would only be refused);
+ *  - the TPM's dictionary-attack state (lockout, or only the reserve left);
+ *  - the token's PCR policy against the PCR values read now, over the verified session's
+ *    audit HMAC (a substituted value could only make us refuse, which dropping the command
+ *    does too, or ask, which is what happened before).
+ * A check that cannot run (a PCR bank the TPM lacks) asks for the PIN, as before.
+ */
+static int pin_can_work(struct crypt_device *cd, const tg_config *config, const tg_token *token) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        const char *device = cd ? crypt_get_device_name(cd) : NULL;
+        char pcrs[96];
+        bool satisfied = true;
+        tg_da_state da;
+        int r;
+
+        r = tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v);
+        if (r < 0)
+                return log_error_rc(r, "Not asking for the PIN: the TPM could not be verified (see above), so no "
+                                    "PIN could unlock. Use the recovery passphrase, then run 'tpmguard doctor'.");
+        if (tg_vcache_da_load(config, &da) < 0 || da.max_failures == 0 ||
+            tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0) {
+                if (tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0)
+                        (void) tg_vcache_da_store(config, &da);
+                else
+                        da.max_failures = 0;
+        }
+        if (da.max_failures > 0 &&
+            tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0)
+                return log_error_rc(-TG_ERR_LOCKOUT,
+                                    "Not asking for the PIN: %s. tpmguard never spends the TPM's last %u "
+                                    "dictionary-attack tries at the boot prompt (pin_da_reserve in %s). "
+                                    "Use the recovery passphrase; the TPM forgives one failure every %u s.",
+                                    da.in_lockout ? "the TPM is in dictionary-attack lockout" :
+                                    "only the reserved TPM dictionary-attack tries remain",
+                                    config->pin_da_reserve, config->path, da.recovery_seconds);
+        if (token->pcr_mask && tg_token_policy_satisfied(v, token, &satisfied) >= 0 && !satisfied) {
+                tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
+                return log_error_rc(-TG_ERR_PCR_MISMATCH,
+                                    "Not asking for the PIN: the %s values of PCR %s no longer match the token's "
+                                    "sealed policy, so no PIN can unlock it (firmware, boot loader or Secure Boot "
+                                    "settings changed?). Unlock with the recovery passphrase, then run "
+                                    "'tpmguard reseal %s' (it asks for that passphrase).",
+                                    tg_pcr_bank_to_string(token->pcr_bank), pcrs, device ?: "DEVICE");
+        }
+        return -TG_ERR_PIN_NEEDED;
+}
+
 int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
                          tg_pin_attempts *attempts, tg_secret **ret_passphrase) {
         _cleanup_config_ tg_config *config = NULL;
@@ -59,9 +112,6 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         r = tg_token_from_string(token_json, &token);
         if (r < 0)
                 return r;
-        /* Asking for the PIN costs nothing; do it before touching the TPM. */
-        if (token.pin && !pin)
-                return -TG_ERR_PIN_NEEDED;
 
         r = tg_config_load(NULL, &config);
         if (r < 0)
@@ -71,6 +121,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 /* systemd-cryptsetup would ask forever on -ENOANO: the budget ends here. */
                 return log_error_rc(-TG_ERR_BAD_PIN, "%u wrong PINs: no more tries (pin_tries = %u). "
                                     "Use the recovery passphrase.", *wrong, config->pin_tries);
+        if (token.pin && !pin)
+                return pin_can_work(cd, config, &token);
 
         /* One unseal and nothing after it: the session ends with its last command (no FlushContext). */
         r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = true }, NULL, &v);

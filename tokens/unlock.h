@@ -39,6 +39,12 @@ typedef struct tg_pin_attempts {
  * left, the PIN is not tried at all (-TG_ERR_LOCKOUT): the TPM's last tries are
  * never spent at a boot prompt.
  *
+ * Called without a PIN for a token that needs one, it asks for it
+ * (-TG_ERR_PIN_NEEDED) only when one can work: the TPM verified, not in
+ * lockout nor down to the reserve (-TG_ERR_LOCKOUT), and the token's PCR
+ * policy satisfied by the PCR values now (-TG_ERR_PCR_MISMATCH). Each refusal
+ * says why and sends the caller on to the passphrase without a PIN prompt.
+ *
  * Returns the keyslot passphrase, or one of: -TG_ERR_PIN_NEEDED,
  * -TG_ERR_PIN_RETRY, -TG_ERR_BAD_PIN, -TG_ERR_LOCKOUT, -TG_ERR_PCR_MISMATCH,
  * -TG_ERR_INTERPOSER, -TG_ERR_NOT_PROVISIONED, -TG_ERR_NO_NULL_NAME,

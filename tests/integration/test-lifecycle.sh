@@ -107,8 +107,10 @@ reseal_after_pcr_change_needs_recovery_passphrase() {
         [ "$(status_field 's["tokens"][0]["pcr_policy"]')" = not-satisfied ]
         local before
         before=$(image_sum)
-        expect_exit 14 "$TPMGUARD" reseal --pin-file "$WORK/pin" "$WORK/disk.img"
+        # No terminal here to ask for the recovery passphrase on: exit 14, naming the file option.
+        expect_exit 14 "$TPMGUARD" reseal --pin-file "$WORK/pin" "$WORK/disk.img" </dev/null
         expect_in "--unlock-key-file" "$ERR"
+        expect_in "its PIN cannot authorize the reseal" "$ERR"
         [ "$(image_sum)" = "$before" ]
         printf 'wrong passphrase' >"$WORK/bad.key"
         expect_exit 12 "$TPMGUARD" reseal --pin-file "$WORK/pin" --unlock-key-file "$WORK/bad.key" "$WORK/disk.img"
@@ -118,6 +120,26 @@ reseal_after_pcr_change_needs_recovery_passphrase() {
         pin_opens "$WORK/pin"
         [ "$(status_field 's["tokens"][0]["pcr_policy"]')" = satisfied ]
         one_token_two_keyslots
+        recovery_opens "$WORK/disk.img"
+}
+
+# Issue 29: after a PCR change, a plain reseal on a terminal asks for the
+# recovery passphrase itself, never for the current PIN (which cannot work).
+test_case reseal_after_pcr_change_asks_recovery_passphrase
+reseal_after_pcr_change_asks_recovery_passphrase() {
+        setup_enrolled
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                7:sha256=0000000000000000000000000000000000000000000000000000000000000001
+        local rc=0 line
+        line=$("$TPMGUARD_SRC/tests/integration/pty-answer" --prompt '(PIN|passphrase): ' --log "$WORK/tty.log" \
+                "$(cat "$WORK/pin")" "$(cat "$WORK/pin")" "$(cat "$WORK/recovery.key")" -- \
+                "$TPMGUARD" reseal "$WORK/disk.img") || rc=$?
+        echo "# reseal on a terminal: exit $rc, $line" >&2
+        [ "$rc" = 0 ] || { sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
+        refute grep -q "Current TPM PIN" "$WORK/tty.log"
+        grep -q "Recovery passphrase: " "$WORK/tty.log"
+        pin_opens "$WORK/pin"
+        [ "$(status_field 's["tokens"][0]["pcr_policy"]')" = satisfied ]
         recovery_opens "$WORK/disk.img"
 }
 

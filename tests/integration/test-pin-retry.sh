@@ -11,7 +11,9 @@
 #   - the TPM's last dictionary-attack tries (pin_da_reserve) are never spent:
 #     with a 3-try TPM and the default reserve of 2, one wrong PIN ends the
 #     attempt, and the next unlock does not try the PIN at all;
-#   - every wrong-PIN message says how many DA tries remain.
+#   - every wrong-PIN message says how many DA tries remain;
+#   - after a PCR change no PIN is asked for: the mismatch is named first and
+#     the caller goes on to the passphrase (issue 29).
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_getcap cryptsetup unshare python3
@@ -90,12 +92,34 @@ da_reserve_is_never_spent() {
         [ "$PROMPTS" = 1 ] || { echo "# expected 1 PIN prompt, saw $PROMPTS" >&2; return 1; }
         tty_has "2 of 3 tries left before the TPM locks out"
         tty_has "kept in reserve"
-        # The next unlock does not spend a reserved try, even with the right PIN.
+        # The next unlock does not spend a reserved try, even with the right PIN,
+        # and does not ask for one (issue 29: a PIN only when one can work).
         pty_open 3 1234
         [ "$RC" != 0 ] || { echo "# a reserved DA try was spent" >&2; return 1; }
-        tty_has "Not trying the PIN"
+        [ "$PROMPTS" = 0 ] || { echo "# asked for a PIN that cannot work ($PROMPTS prompts)" >&2; return 1; }
+        tty_has "Not asking for the PIN: only the reserved TPM dictionary-attack tries remain"
         after=$(da_counter)
         [ "$((after))" = "$((before + 1))" ] || { echo "# DA counter $before -> $after, expected +1" >&2; return 1; }
+        recovery_opens "$WORK/disk.img"
+}
+
+# Issue 29: a PCR change is known before the prompt: the plugin says so and
+# cryptsetup goes on to the passphrase without a PIN prompt (before: up to
+# three prompts, each answered "PCR mismatch").
+test_case pcr_change_asks_no_pin
+pcr_change_asks_no_pin() {
+        setup_enrolled
+        local before after
+        before=$(da_counter)
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                7:sha256=0000000000000000000000000000000000000000000000000000000000000001
+        pty_open 3 1234 1234 1234
+        [ "$RC" != 0 ] || { echo "# unlocked despite changed PCR 7" >&2; return 1; }
+        [ "$PROMPTS" = 0 ] || { echo "# asked for a PIN that cannot work ($PROMPTS prompts)" >&2; return 1; }
+        tty_has "Not asking for the PIN: the sha256 values of PCR 7 no longer match"
+        tty_has "tpmguard reseal"
+        after=$(da_counter)
+        [ "$((after))" = "$((before))" ] || { echo "# DA counter $before -> $after" >&2; return 1; }
         recovery_opens "$WORK/disk.img"
 }
 

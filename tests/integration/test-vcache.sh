@@ -220,6 +220,9 @@ warm_unlock_leaves_last_flush_to_resource_manager() {
 import json, sys
 cmds = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 cmds = [c["command"] for c in cmds if c["dir"] == "command"]
+# The PIN call only: from its ContextLoad of the cached NULL key on. The call before it, without a
+# PIN, checks that a PIN can work (tokens/unlock.c, pin_can_work(); docs/performance.md).
+cmds = cmds[len(cmds) - cmds[::-1].index("ContextLoad") - 1:]
 print(len(cmds), cmds.count("FlushContext"))' "$WORK/record.jsonl")
                 transient=$(TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_getcap handles-transient | grep -c 0x || true)
                 tpm_flush_contexts

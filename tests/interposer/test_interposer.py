@@ -355,6 +355,42 @@ class ProxyLogicTest(unittest.TestCase):
         self.assertEqual(p.findings.data["plaintexts"], [])
 
 
+class Issue29ModesTest(unittest.TestCase):
+    """redirect-salt and tamper-hmac on hand-built traffic (no TPM needed)."""
+
+    def proxy(self, *extra):
+        with tempfile.NamedTemporaryFile() as f:
+            args = ti.parse_args(["--listen", "/nonexistent/x", "--upstream", f.name] + list(extra))
+        return ti.Proxy(args)
+
+    @staticmethod
+    def start_auth_session(se):
+        params = tw.tpm2b(b"n" * 32) + tw.tpm2b(b"salt") + bytes([se]) + tw.u16(0x0010) + tw.u16(0x000B)
+        return tw.Command(tw.build_command(0x176, [0x80000001, tw.TPM_RH_NULL], params))
+
+    def test_redirect_salt_only_policy_sessions(self):
+        p = self.proxy("--mode", "redirect-salt")
+        hmac, policy = self.start_auth_session(tw.TPM_SE_HMAC), self.start_auth_session(tw.TPM_SE_POLICY)
+        p.redirect_salt(hmac, 1)
+        p.redirect_salt(policy, 2)
+        self.assertEqual(hmac.handles[0], 0x80000001)
+        self.assertEqual(policy.handles[0], 0x81000001)
+        self.assertEqual([a["attack"] for a in p.findings.data["attacks"]], ["redirect-salt"])
+
+    def test_tamper_hmac_flips_one_bit_of_the_response_hmac(self):
+        p = self.proxy("--mode", "tamper-hmac", "--tamper-hmac", "Unseal")
+        auth = tw.AuthCommand(0x03000000, b"c" * 32, 0x20, b"h" * 32).marshal()
+        body = tw.u32(0x80000002) + tw.u32(len(auth)) + auth
+        cmd = tw.Command(tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body)) + tw.u32(0x15E) + body)
+        params = tw.tpm2b(b"secret")
+        rbody = tw.u32(len(params)) + params + tw.AuthResponse(b"t" * 32, 0x20, b"\x10" * 32).marshal()
+        resp = tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(rbody)) + tw.u32(0) + rbody
+        out = p.tamper_hmac(0x15E, 1, 1, resp, cmd)
+        self.assertEqual(len(out), len(resp))
+        self.assertEqual([i for i in range(len(out)) if out[i] != resp[i]], [len(resp) - 32])
+        self.assertEqual(out[-32], 0x11)
+
+
 class MutateTest(unittest.TestCase):
     """mutate.py: one response made hostile, reproducibly from a seed (issue 22)."""
 

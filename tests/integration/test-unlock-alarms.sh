@@ -1,0 +1,171 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: every alarm of the unlock means an attack, and no PIN try
+# is lost to the bus (issue 29). The real cryptsetup binary on a
+# pseudo-terminal (tests/integration/pty-answer) opens the volume through the
+# plugin, through tests/interposer/tpm-interposer, against a real swtpm:
+#   - a PCR extended by another process between PolicyPCR and the Unseal
+#     (extend-before Unseal:1): the right PIN unlocks, the DA counter does not
+#     move; extended before every Unseal: reported as a race, never as a PCR
+#     mismatch, no DA try;
+#   - the unlock's policy session salted to another key (redirect-salt):
+#     reported as tampering, not "Wrong PIN", no DA try, no second prompt;
+#   - the cached NULL key's saved context swapped for another key's
+#     (swap-context): the same, on the warm path;
+#   - the Unseal's response HMAC flipped (tamper-hmac Unseal): tampering, no
+#     DA try (the TPM unsealed with the right PIN), no second prompt;
+#   - the lifecycle's unseal (rotate) rides out the same PCR race.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup tpm2_getcap tpm2_pcrread cryptsetup unshare python3
+[ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
+require_interposer
+PTY_ANSWER="$TPMGUARD_SRC/tests/integration/pty-answer"
+
+# pty_open TRIES PIN...: cryptsetup on a terminal; sets PROMPTS and RC, the
+# terminal output is in $WORK/tty.log.
+pty_open() {
+        local tries=$1 line
+        shift
+        RC=0
+        line=$(with_plugin "$PTY_ANSWER" --prompt 'Enter token( [0-9]+)? PIN: ' --log "$WORK/tty.log" "$@" -- \
+                cryptsetup open --test-passphrase --token-only --token-type tpmguard --tries "$tries" \
+                "$WORK/disk.img") || RC=$?
+        PROMPTS=$(printf '%s\n' "$line" | sed -n 's/^prompts=\([0-9]*\) .*/\1/p')
+        echo "# cryptsetup --tries $tries: exit $RC, $line" >&2
+}
+
+tty_has() {
+        grep -q -- "$1" "$WORK/tty.log" || { echo "# terminal output lacks \"$1\":" >&2; sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
+}
+tty_lacks() {
+        ! grep -q -- "$1" "$WORK/tty.log" || { echo "# terminal output has \"$1\":" >&2; sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
+}
+
+# attacked ATTACK: the interposer's findings record that attack.
+attacked() {
+        $PY -c 'import json, sys
+f = json.load(open(sys.argv[1]))
+sys.exit(0 if any(a.get("attack") == sys.argv[2] for a in f.get("attacks", [])) else 1)' "$WORK/findings.json" "$1" ||
+                { echo "# the interposer did not record a $1 attack" >&2; return 1; }
+}
+
+same_da() {
+        local after
+        after=$(da_counter)
+        [ "$((after))" = "$(($1))" ] || { echo "# DA counter $1 -> $after" >&2; return 1; }
+}
+
+test_case pcr_race_right_pin_unlocks
+pcr_race_right_pin_unlocks() {
+        setup_enrolled
+        local before cache
+        # Both unseal paths: the warm one-shot unlock (no HMAC session) and the cold one.
+        expect_exit 0 "$TPMGUARD" verify --record
+        for cache in warm cold; do
+                [ "$cache" = cold ] && rm -f "$WORK/run/null-key.json"
+                before=$(da_counter)
+                interposer_start --mode extend-before --extend-before Unseal:1
+                pty_open 3 1234
+                interposer_stop
+                [ "$RC" = 0 ] || { echo "# $cache: the right PIN did not unlock after a PCR race" >&2; return 1; }
+                [ "$PROMPTS" = 1 ] || { echo "# $cache: $PROMPTS PIN prompts" >&2; return 1; }
+                attacked extend-before
+                same_da "$before"
+        done
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case pcr_race_persistent_is_a_race
+pcr_race_persistent_is_a_race() {
+        setup_enrolled
+        local before
+        before=$(da_counter)
+        interposer_start --mode extend-before --extend-before Unseal
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked although every Unseal met a PCR change" >&2; return 1; }
+        tty_has "a race, not a changed boot chain"
+        tty_lacks "PCR mismatch"
+        tty_lacks "firmware"
+        same_da "$before"
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case redirected_salt_is_tampering
+redirected_salt_is_tampering() {
+        setup_enrolled
+        local before cache
+        expect_exit 0 "$TPMGUARD" verify --record
+        for cache in warm cold; do
+                [ "$cache" = cold ] && rm -f "$WORK/run/null-key.json"
+                before=$(da_counter)
+                interposer_start --mode redirect-salt --redirect-salt-type policy
+                pty_open 3 1234 1234 1234
+                interposer_stop
+                [ "$RC" != 0 ] || { echo "# $cache: unlocked through a redirected salt" >&2; return 1; }
+                attacked redirect-salt
+                [ "$PROMPTS" = 1 ] || { echo "# $cache: $PROMPTS PIN prompts (a retry prompt after tampering)" >&2; return 1; }
+                tty_has "Interposer suspected"
+                tty_lacks "Wrong PIN"
+                tty_lacks "Try again"
+                same_da "$before"
+        done
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case swapped_context_is_tampering
+swapped_context_is_tampering() {
+        setup_enrolled
+        local before
+        expect_exit 0 "$TPMGUARD" verify --record
+        before=$(da_counter)
+        # The second ContextLoad of the cached NULL key: the PIN call's (the call before it,
+        # without a PIN, checks that one can work; a swap there fails the cached proof and
+        # costs a full verification, trust/verify.c).
+        interposer_start --mode swap-context --swap-context-at 2
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked through a swapped NULL key context" >&2; return 1; }
+        attacked swap-context
+        [ "$PROMPTS" = 1 ] || { echo "# $PROMPTS PIN prompts (a retry prompt after tampering)" >&2; return 1; }
+        tty_has "Interposer suspected"
+        tty_lacks "Wrong PIN"
+        same_da "$before"
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case flipped_unseal_hmac_is_tampering
+flipped_unseal_hmac_is_tampering() {
+        setup_enrolled
+        local before
+        before=$(da_counter)
+        interposer_start --mode tamper-hmac --tamper-hmac Unseal
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked with a forged Unseal response" >&2; return 1; }
+        attacked tamper-hmac
+        [ "$PROMPTS" = 1 ] || { echo "# $PROMPTS PIN prompts (a retry prompt after tampering)" >&2; return 1; }
+        tty_has "An interposer on the TPM bus is suspected"
+        tty_lacks "Wrong PIN"
+        same_da "$before"
+        recovery_opens "$WORK/disk.img"
+}
+
+test_case lifecycle_unseal_rides_out_pcr_race
+lifecycle_unseal_rides_out_pcr_race() {
+        setup_enrolled
+        local before
+        before=$(da_counter)
+        # rotate: the lifecycle's unseal of the current token (HMAC-session path), then the test
+        # unseal of the new one (tg_unseal_loaded()): a race before each.
+        interposer_start --mode extend-before --extend-before Unseal:1 --extend-before Unseal:3
+        expect_exit 0 "$TPMGUARD" rotate --pin-file "$WORK/pin" "$WORK/disk.img"
+        interposer_stop
+        attacked extend-before
+        same_da "$before"
+        pin_opens "$WORK/pin"
+        recovery_opens "$WORK/disk.img"
+}
+
+run_cases
