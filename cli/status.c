@@ -311,20 +311,22 @@ void tg_status_print(json_object *s, FILE *f) {
                         fprintf(f, "%s%d", k ? "," : " ", json_object_get_int(json_object_array_get_idx(pcrs, k)));
                 json_object_object_get_ex(t, "pin", &x);
                 fprintf(f, ", %s", json_object_get_boolean(x) ? "PIN" : "no PIN");
+                json_object_object_get_ex(t, "pcr_policy", &x);
+                fprintf(f, ", current PCR values: %s\n", json_object_get_string(x));
+                json_object_object_get_ex(t, "format", &x);
+                fprintf(f, "    format %d", json_object_get_int(x));
                 if (json_object_object_get_ex(t, "pin_kdf", &x)) {
                         json_object *tc, *mem, *par;
                         json_object_object_get_ex(x, "time", &tc);
                         json_object_object_get_ex(x, "memory_kib", &mem);
                         json_object_object_get_ex(x, "parallel", &par);
-                        fprintf(f, " (argon2id: %d MiB, %d passes, %d lane%s)", json_object_get_int(mem) / 1024,
-                                json_object_get_int(tc), json_object_get_int(par), json_object_get_int(par) == 1 ? "" : "s");
+                        fprintf(f, ", PIN key argon2id: %d MiB, %d pass%s, %d lane%s", json_object_get_int(mem) / 1024,
+                                json_object_get_int(tc), json_object_get_int(tc) == 1 ? "" : "es",
+                                json_object_get_int(par), json_object_get_int(par) == 1 ? "" : "s");
                 }
-                json_object_object_get_ex(t, "format", &x);
-                fprintf(f, ", format %d", json_object_get_int(x));
-                json_object_object_get_ex(t, "pcr_policy", &x);
-                fprintf(f, ", current PCR values: %s\n", json_object_get_string(x));
                 if (json_object_object_get_ex(t, "leaking_tpm", &x))
-                        fprintf(f, "    leaking TPM: %s\n", json_object_get_string(x));
+                        fprintf(f, "; leaking TPM: %s", json_object_get_string(x));
+                fprintf(f, "\n");
                 if (json_object_object_get_ex(t, "weaker_reason", &x))
                         fprintf(f, "    WEAKER than the configuration: %s (possibly edited in the header)\n",
                                 json_object_get_string(x));

@@ -247,6 +247,17 @@ int tg_reseal(const tg_config *config, const char *device, int token,
                                             "reseal with the recovery passphrase: --unlock-key-file F.", lc.token_id);
                 if (r < 0)
                         return r;
+                if (tg_token_exposed_to_leaking_tpm(&lc.token) && params.pin) {
+                        /* Format 1 → 2, as change-pin: the old, unmasked blob must open nothing. */
+                        log_info("Token %d is format 1: moving it to a new secret in a new keyslot (format 2).",
+                                 lc.token_id);
+                        r = move_to_new_keyslot(&lc, "reseal", secret, &params, test, &res);
+                        if (r < 0)
+                                return r;
+                        if (ret)
+                                *ret = res;
+                        return 0;
+                }
                 r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, test, &t);
                 if (r < 0)
                         return log_error_rc(r, "Nothing was changed.");
