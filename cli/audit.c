@@ -615,8 +615,8 @@ static int audit_volume(const char *device, const facts *f, json_object **ret) {
                                                    device, k, device);
                         }
                         else if (strcmp(a.type, TG_TOKEN_TYPE) == 0)
-                                next = strdup("see the reasons: a PIN ('tpmguard reseal'), 'tpmguard lockout setup', "
-                                              "'tpmguard bind'");
+                                next = strdup("see the reasons: a PIN ('tpmguard reseal'), format 2 ('tpmguard "
+                                              "change-pin'), 'tpmguard lockout setup', 'tpmguard bind'");
                         if (next)
                                 json_object_object_add(e, "next_step", json_object_new_string(next));
                 }
