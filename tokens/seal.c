@@ -15,6 +15,12 @@
  * captured unlock gives nothing to brute-force offline. The sealed object is
  * not noDA when a PIN is set, so the TPM's dictionary-attack lockout bounds
  * online guessing.
+ *
+ * A TPM that leaks what it holds (firmware flaw, fault attack, decapped chip)
+ * is stopped by token format 2 (tokens/pin.h): a PIN seal hands the TPM
+ * S XOR K and an authValue, both from the PIN's Argon2id, never S, so what the
+ * TPM holds or releases opens nothing without the PIN. No-PIN seals stay
+ * format 1: there is nothing to mask with.
  */
 #include <assert.h>
 #include <inttypes.h>
