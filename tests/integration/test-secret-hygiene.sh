@@ -77,8 +77,9 @@ leaking_tpm_format2_opens_nothing_without_the_pin() {
         recovery_opens "$WORK/disk.img"
 }
 
-test_case leaking_tpm_format1_opens_and_change_pin_upgrades
-leaking_tpm_format1_opens_and_change_pin_upgrades() {
+# An enrolled volume whose only token is format 1 (as tpmguard wrote PIN tokens before format 2),
+# checked to be exposed: what the TPM released during a PIN unlock ($WORK/leak) opens it.
+setup_format1_exposed() {
         local t opened
         setup_enrolled
         t="env TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI"
@@ -128,7 +129,11 @@ PY
         opened=$(opens_raw_or_encoded "$WORK/leak") ||
                 { echo "# the control failed: a format 1 token's Unseal output does not open the volume" >&2; return 1; }
         [ "$opened" = "$WORK/leak" ] || { echo "# format 1 opened only encoded ($opened)" >&2; return 1; }
+}
 
+test_case leaking_tpm_format1_opens_and_change_pin_upgrades
+leaking_tpm_format1_opens_and_change_pin_upgrades() {
+        setup_format1_exposed
         # change-pin writes format 2 with a new secret in a new keyslot: the old blob, which
         # every header backup still holds, opens nothing any more.
         printf '%s\n' 4321 >"$WORK/pin2"
@@ -138,6 +143,16 @@ PY
         pin_opens "$WORK/pin2"
         expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
         expect_in "leaking TPM: protected" "$OUT"
+}
+
+test_case leaking_tpm_format1_reseal_upgrades
+leaking_tpm_format1_reseal_upgrades() {
+        setup_format1_exposed
+        # reseal authorized by the PIN: format 2, and a new secret for the same reason.
+        expect_exit 0 "$TPMGUARD" reseal --pcrs 7 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in '"version":2' "$(cryptsetup token export --token-id 0 "$WORK/disk.img")"
+        refute cryptsetup open --test-passphrase --key-file "$WORK/leak" "$WORK/disk.img"
+        pin_opens "$WORK/pin"
 }
 
 # Neither the PIN nor the keyslot secret, raw, hex or base64, in $1.
