@@ -47,6 +47,7 @@ typedef enum threat {
         THREAT_ACTIVE,
         THREAT_RESET,
         THREAT_HEADER,
+        THREAT_LEAK,
         _THREAT_MAX,
 } threat;
 
@@ -55,6 +56,7 @@ static const char *const threat_id[_THREAT_MAX] = {
         [THREAT_ACTIVE] = "active_interposer",
         [THREAT_RESET] = "tpm_reset",
         [THREAT_HEADER] = "header_edit",
+        [THREAT_LEAK] = "leaking_tpm",
 };
 
 static const char *const threat_title[_THREAT_MAX] = {
@@ -62,6 +64,7 @@ static const char *const threat_title[_THREAT_MAX] = {
         [THREAT_ACTIVE] = "active interposer",
         [THREAT_RESET] = "TPM reset + PCR replay",
         [THREAT_HEADER] = "header edit / decoy",
+        [THREAT_LEAK] = "TPM leaks its secrets",
 };
 
 #define YES "yes"
@@ -178,6 +181,18 @@ static void assess_tpmguard(struct crypt_device *cd, int id, const facts *f, ass
         }
         a->pin = t.pin;
         tg_token_policy_format(&t, policy, sizeof policy);
+        /* A TPM firmware flaw, a fault attack on a firmware TPM, a decapped chip (docs/security.md). */
+        if (!t.pin)
+                set(&a->v[THREAT_LEAK], YES, "no PIN: a TPM that leaks its secrets gives the keyslot passphrase; "
+                    "format 2 gives a no-PIN token nothing (enroll with a PIN)");
+        else if (tg_token_exposed_to_leaking_tpm(&t))
+                set(&a->v[THREAT_LEAK], YES, "format 1: the TPM holds the keyslot passphrase itself, so a TPM that "
+                    "leaks its secrets opens the volume without the PIN (run 'tpmguard change-pin' or 'tpmguard "
+                    "rotate': both write format 2)");
+        else
+                set(&a->v[THREAT_LEAK], NO, "format 2: the keyslot passphrase needs the PIN's Argon2id (%" PRIu32
+                    " MiB, %" PRIu32 " passes) as well as what the TPM holds; a leak leaves an offline search of "
+                    "the PIN at that cost per guess", t.argon2.memory_kib / 1024, t.argon2.time_cost);
         explicit_bzero(&t, sizeof t);
         snprintf(a->protection, sizeof a->protection, "tpmguard: %s, sealed over sessions salted to the verified NULL key",
                  policy);
@@ -336,6 +351,12 @@ static void assess_systemd_tpm2(json_object *o, const facts *f, assessment *a) {
         else
                 set(&a->v[THREAT_HEADER], YES, "the volume key is not in the policy (no PCR 15) and nothing binds the "
                     "volume: a decoy volume with this UUID boots in the good PCR state and can ask for the PIN");
+        if (!a->pin)
+                set(&a->v[THREAT_LEAK], YES, "no PIN: the TPM holds what opens the keyslot, so a TPM that leaks its "
+                    "secrets opens the volume");
+        else
+                set(&a->v[THREAT_LEAK], NA, "not assessed: whether the PIN is mixed into the keyslot passphrase "
+                    "depends on the systemd version that enrolled it ('tpmguard migrate' writes format 2, which does)");
 }
 
 /* ---- clevis ---- */
@@ -425,6 +446,8 @@ static void assess_clevis(json_object *o, const facts *f, assessment *a) {
         reset_verdict(&a->v[THREAT_RESET], 0, f, "; clevis does not detect a reset");
         set(&a->v[THREAT_HEADER], YES, "no PIN: a decoy volume with this UUID boots a system of the attacker's in "
             "the good PCR state, which unseals the real token");
+        set(&a->v[THREAT_LEAK], YES, "no PIN: the TPM holds the JWK that opens the keyslot, so a TPM that leaks "
+            "its secrets opens the volume");
 }
 
 /*
@@ -468,6 +491,9 @@ static void assess_kept(struct crypt_device *cd, int id, json_object *o, assessm
 static void assess_token(struct crypt_device *cd, int id, const char *type, json_object *o, const facts *f,
                          assessment *a) {
         *a = (assessment) { .pin = -1, .counts = true };
+        /* The TPM tokens of other tools hand the keyslot passphrase to the TPM (assessed there); the rest
+         * do not depend on it. */
+        set(&a->v[THREAT_LEAK], NA, "not TPM-bound");
         if (strcmp(type, TG_TOKEN_TYPE) == 0)
                 assess_tpmguard(cd, id, f, a);
         else if (strcmp(type, "systemd-tpm2") == 0)
@@ -590,8 +616,8 @@ static int audit_volume(const char *device, const facts *f, json_object **ret) {
                                                    device, k, device);
                         }
                         else if (strcmp(a.type, TG_TOKEN_TYPE) == 0)
-                                next = strdup("see the reasons: a PIN ('tpmguard reseal'), 'tpmguard lockout setup', "
-                                              "'tpmguard bind'");
+                                next = strdup("see the reasons: a PIN ('tpmguard reseal'), format 2 ('tpmguard "
+                                              "change-pin'), 'tpmguard lockout setup', 'tpmguard bind'");
                         if (next)
                                 json_object_object_add(e, "next_step", json_object_new_string(next));
                 }

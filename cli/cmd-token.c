@@ -70,7 +70,9 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
         int r;
 
         *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask,
-                                .allow_unextended = c->allow_unextended || config->allow_unextended_pcrs };
+                                .allow_unextended = c->allow_unextended || config->allow_unextended_pcrs,
+                                .argon2 = { .memory_kib = config->pin_kdf_memory * 1024u },
+                                .argon2_target_ms = config->pin_kdf_time_ms };
         if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p->pcr_bank) < 0)
                 return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
         if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p->pcr_mask) < 0)

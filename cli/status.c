@@ -169,8 +169,24 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                         json_object_object_add(e, "pcr_bank", json_object_new_string(tg_pcr_bank_to_string(t.pcr_bank)));
                         json_object_object_add(e, "pcrs", json_pcr_list(t.pcr_mask));
                         json_object_object_add(e, "pin", json_object_new_boolean(t.pin));
-                        if (t.pin)
+                        json_object_object_add(e, "format", json_object_new_int((int) t.version));
+                        if (t.pin && t.version >= 2) {
+                                json_object *kdf = json_object_new_object();
+                                if (!kdf)
+                                        return -TG_ERR_NOMEM;
+                                json_object_object_add(e, "pin_kdf", kdf);
+                                json_object_object_add(kdf, "type", json_object_new_string(TG_PIN_KDF_TYPE_V2));
+                                json_object_object_add(kdf, "time", json_object_new_int64(t.argon2.time_cost));
+                                json_object_object_add(kdf, "memory_kib", json_object_new_int64(t.argon2.memory_kib));
+                                json_object_object_add(kdf, "parallel", json_object_new_int64(t.argon2.parallel));
+                        } else if (t.pin)
                                 json_object_object_add(e, "pin_kdf_iterations", json_object_new_int64(t.pin_kdf_iterations));
+                        /* What a TPM that leaks its secrets (firmware flaw, fault attack, decapped chip) gives. */
+                        json_object_object_add(e, "leaking_tpm", json_object_new_string(
+                                !t.pin ? "no PIN: a leaking TPM opens the volume; format 2 gives a no-PIN token nothing" :
+                                t.version < 2 ? "exposed: format 1, the TPM holds the keyslot passphrase itself; "
+                                                "'tpmguard change-pin' or 'tpmguard rotate' upgrades it to format 2" :
+                                "protected: format 2, the PIN's Argon2id is mixed into the keyslot passphrase"));
                         json_object_object_add(e, "pcr_policy", json_object_new_string(policy_state(v, &t)));
                         {
                                 /* The header is attacker-writable: a token weaker than
@@ -297,6 +313,20 @@ void tg_status_print(json_object *s, FILE *f) {
                 fprintf(f, ", %s", json_object_get_boolean(x) ? "PIN" : "no PIN");
                 json_object_object_get_ex(t, "pcr_policy", &x);
                 fprintf(f, ", current PCR values: %s\n", json_object_get_string(x));
+                json_object_object_get_ex(t, "format", &x);
+                fprintf(f, "    format %d", json_object_get_int(x));
+                if (json_object_object_get_ex(t, "pin_kdf", &x)) {
+                        json_object *tc, *mem, *par;
+                        json_object_object_get_ex(x, "time", &tc);
+                        json_object_object_get_ex(x, "memory_kib", &mem);
+                        json_object_object_get_ex(x, "parallel", &par);
+                        fprintf(f, ", PIN key argon2id: %d MiB, %d pass%s, %d lane%s", json_object_get_int(mem) / 1024,
+                                json_object_get_int(tc), json_object_get_int(tc) == 1 ? "" : "es",
+                                json_object_get_int(par), json_object_get_int(par) == 1 ? "" : "s");
+                }
+                if (json_object_object_get_ex(t, "leaking_tpm", &x))
+                        fprintf(f, "; leaking TPM: %s", json_object_get_string(x));
+                fprintf(f, "\n");
                 if (json_object_object_get_ex(t, "weaker_reason", &x))
                         fprintf(f, "    WEAKER than the configuration: %s (possibly edited in the header)\n",
                                 json_object_get_string(x));

@@ -178,6 +178,8 @@ static int config_defaults(tg_config **ret) {
         c->pin_da_reserve = TG_DEFAULT_PIN_DA_RESERVE;
         c->allow_no_pin = false;
         c->pin_min_length = TG_PIN_MIN_LENGTH_DEFAULT;
+        c->pin_kdf_memory = TG_PIN_KDF_MEMORY_DEFAULT;
+        c->pin_kdf_time_ms = TG_PIN_KDF_TIME_MS_DEFAULT;
         *ret = TAKE_PTR(c);
         return 0;
 }
@@ -214,6 +216,12 @@ static int config_set(tg_config *c, const char *origin, unsigned line, const cha
                 return parse_uint(origin, line, key, value, 1, TG_PIN_TRIES_MAX, &c->pin_tries);
         if (strcmp(key, "pin_da_reserve") == 0)
                 return parse_uint(origin, line, key, value, 0, TG_PIN_DA_RESERVE_MAX, &c->pin_da_reserve);
+        if (strcmp(key, "pin_kdf_memory") == 0)
+                return parse_uint(origin, line, key, value, TG_PIN_KDF_MEMORY_MIN, TG_PIN_KDF_MEMORY_MAX,
+                                  &c->pin_kdf_memory);
+        if (strcmp(key, "pin_kdf_time_ms") == 0)
+                return parse_uint(origin, line, key, value, TG_PIN_KDF_TIME_MS_MIN, TG_PIN_KDF_TIME_MS_MAX,
+                                  &c->pin_kdf_time_ms);
         if (strcmp(key, "tcti") == 0)
                 return set_string(&c->tcti, value);
         if (strcmp(key, "state_dir") == 0)
@@ -337,6 +345,12 @@ int tg_config_get(const tg_config *c, const char *key, char **ret) {
                 s = buf;
         } else if (strcmp(key, "pin_da_reserve") == 0) {
                 snprintf(buf, sizeof buf, "%u", c->pin_da_reserve);
+                s = buf;
+        } else if (strcmp(key, "pin_kdf_memory") == 0) {
+                snprintf(buf, sizeof buf, "%u", c->pin_kdf_memory);
+                s = buf;
+        } else if (strcmp(key, "pin_kdf_time_ms") == 0) {
+                snprintf(buf, sizeof buf, "%u", c->pin_kdf_time_ms);
                 s = buf;
         } else if (strcmp(key, "allow_no_pin") == 0)
                 s = c->allow_no_pin ? "yes" : "no";

@@ -51,10 +51,24 @@ typedef struct tg_config {
         bool allow_no_pin;     /* --no-pin tokens allowed at all (default no: docs/design.md §9.1) */
         bool allow_unextended_pcrs; /* seal to PCRs at their reset value (default no) */
         unsigned pin_min_length; /* shortest new PIN accepted (default TG_PIN_MIN_LENGTH_DEFAULT) */
+        unsigned pin_kdf_memory;  /* MiB of the PIN's Argon2id in a new seal (format 2) */
+        unsigned pin_kdf_time_ms; /* the time its passes are benchmarked to, on the enrolling machine */
         /* Not a file setting: set by the CLI's --accept-token-policy, to carry
          * over a token whose policy is weaker than this configuration. */
         bool accept_token_policy;
 } tg_config;
+
+/*
+ * The PIN's Argon2id in a format 2 token (tokens/pin.h): 64 MiB, benchmarked
+ * to 1 s, fits an initrd on a low-end laptop; the token parser's bounds are
+ * 32 MiB..1 GiB, and so are these.
+ */
+#define TG_PIN_KDF_MEMORY_DEFAULT 64
+#define TG_PIN_KDF_MEMORY_MIN 32
+#define TG_PIN_KDF_MEMORY_MAX 1024
+#define TG_PIN_KDF_TIME_MS_DEFAULT 1000
+#define TG_PIN_KDF_TIME_MS_MIN 10
+#define TG_PIN_KDF_TIME_MS_MAX 10000
 
 /* Like booster: three PIN attempts per unlock, then the recovery passphrase. */
 #define TG_DEFAULT_PIN_TRIES 3

@@ -255,12 +255,15 @@ int tg_lifecycle_check_carry_over(const tg_lifecycle *lc, const tg_config *confi
                             lc->token_id, why, operation);
 }
 
-tg_seal_params tg_lifecycle_seal_params_like(const tg_token *t, const tg_secret *pin) {
+tg_seal_params tg_lifecycle_seal_params_like(const tg_token *t, const tg_secret *pin, const tg_config *config) {
         return (tg_seal_params) {
                 .pcr_bank = t->pcr_bank,
                 .pcr_mask = t->pcr_mask,
                 .pin = pin,
-                .pin_kdf_iterations = t->pin ? t->pin_kdf_iterations : 0,
+                /* The PIN's Argon2id: tpmguard.conf's, benchmarked here (never the header's: a new
+                 * seal upgrades a format 1 token and never keeps parameters an edit lowered). */
+                .argon2 = { .memory_kib = config->pin_kdf_memory * 1024u },
+                .argon2_target_ms = config->pin_kdf_time_ms,
                 /* The token's own PCR policy, carried over: not a new choice of PCRs. */
                 .allow_unextended = true,
         };

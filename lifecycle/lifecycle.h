@@ -70,5 +70,5 @@ int tg_lifecycle_seal_and_test(tg_lifecycle *lc, const tg_seal_params *params, c
 int tg_lifecycle_replace_token(tg_lifecycle *lc, const tg_token *t);
 /* Refuses to carry a token's policy weaker than tpmguard.conf over (unless --accept-token-policy). */
 int tg_lifecycle_check_carry_over(const tg_lifecycle *lc, const tg_config *config, const char *operation);
-/* The seal parameters of token t, carried over with pin. */
-tg_seal_params tg_lifecycle_seal_params_like(const tg_token *t, const tg_secret *pin);
+/* The seal parameters of token t, carried over with pin; the PIN's Argon2id from config. */
+tg_seal_params tg_lifecycle_seal_params_like(const tg_token *t, const tg_secret *pin, const tg_config *config);

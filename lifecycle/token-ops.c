@@ -134,7 +134,18 @@ int tg_change_pin(const tg_config *config, const char *device, int token,
                 return r;
 
         /* The unseal proved the current PCR values satisfy the policy, so sealing to them keeps it. */
-        params = tg_lifecycle_seal_params_like(&lc.token, new_pin);
+        params = tg_lifecycle_seal_params_like(&lc.token, new_pin, config);
+        if (tg_token_exposed_to_leaking_tpm(&lc.token) && new_pin) {
+                /*
+                 * Format 1 → 2 (docs/token-format.md): the old secret was sealed unmasked, and every
+                 * LUKS header backup still holds that blob, which a TPM that leaks gives up without the
+                 * PIN. Masking the same secret would leave those copies as good as ever: the upgrade
+                 * moves to a new secret in a new keyslot (rotate's crash-safe keyslot change), and the
+                 * old keyslot, which the old blob opens, is destroyed.
+                 */
+                log_info("Token %d is format 1: moving it to a new secret in a new keyslot (format 2).", lc.token_id);
+                return move_to_new_keyslot(&lc, "rotate", secret, &params, true, ret ? ret : &(tg_lifecycle_result) {});
+        }
         r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, true, &t);
         if (r < 0)
                 return log_error_rc(r, "Nothing was changed.");
@@ -171,7 +182,7 @@ int tg_rotate(const tg_config *config, const char *device, int token, const tg_s
         r = tg_lifecycle_unseal_current(&lc, pin, &secret);
         if (r < 0)
                 return r;
-        params = tg_lifecycle_seal_params_like(&lc.token, lc.token.pin ? pin : NULL);
+        params = tg_lifecycle_seal_params_like(&lc.token, lc.token.pin ? pin : NULL, config);
         r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, &res);
         if (r < 0)
                 return r;
@@ -202,7 +213,9 @@ int tg_reseal(const tg_config *config, const char *device, int token,
          * under a policy an attacker wrote there (docs/design.md §9.1). */
         assert(p->pcr_bank != 0);
         params = (tg_seal_params) { .pcr_bank = p->pcr_bank, .pcr_mask = p->pcr_mask, .pin = p->new_pin,
-                                    .allow_unextended = p->allow_unextended };
+                                    .allow_unextended = p->allow_unextended,
+                                    .argon2 = { .memory_kib = config->pin_kdf_memory * 1024u },
+                                    .argon2_target_ms = config->pin_kdf_time_ms };
         if (p->explicit_values) {
                 if (p->explicit_values->bank != params.pcr_bank)
                         return log_error_rc(-TG_ERR_INVALID, "--pcr values are for the %s bank, the new policy uses %s.",
@@ -234,6 +247,17 @@ int tg_reseal(const tg_config *config, const char *device, int token,
                                             "reseal with the recovery passphrase: --unlock-key-file F.", lc.token_id);
                 if (r < 0)
                         return r;
+                if (tg_token_exposed_to_leaking_tpm(&lc.token) && params.pin) {
+                        /* Format 1 → 2, as change-pin: the old, unmasked blob must open nothing. */
+                        log_info("Token %d is format 1: moving it to a new secret in a new keyslot (format 2).",
+                                 lc.token_id);
+                        r = move_to_new_keyslot(&lc, "reseal", secret, &params, test, &res);
+                        if (r < 0)
+                                return r;
+                        if (ret)
+                                *ret = res;
+                        return 0;
+                }
                 r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, test, &t);
                 if (r < 0)
                         return log_error_rc(r, "Nothing was changed.");

@@ -15,8 +15,15 @@
  * captured unlock gives nothing to brute-force offline. The sealed object is
  * not noDA when a PIN is set, so the TPM's dictionary-attack lockout bounds
  * online guessing.
+ *
+ * A TPM that leaks what it holds (firmware flaw, fault attack, decapped chip)
+ * is stopped by token format 2 (tokens/pin.h): a PIN seal hands the TPM
+ * S XOR K and an authValue, both from the PIN's Argon2id, never S, so what the
+ * TPM holds or releases opens nothing without the PIN. No-PIN seals stay
+ * format 1: there is nothing to mask with.
  */
 #include <assert.h>
+#include <inttypes.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <tss2/tss2_rc.h>
@@ -405,7 +412,7 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
                    tg_handle *ret_object) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL;
-        _cleanup_secret_ tg_secret *auth = NULL;
+        _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
         _cleanup_free_ TPM2B_PRIVATE *out_private = NULL;
         _cleanup_free_ TPM2B_PUBLIC *out_public = NULL;
         static const TPM2B_DATA no_outside_info = {};
@@ -414,7 +421,7 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
         TPM2B_DIGEST pcr_digest, policy;
         TPM2B_SENSITIVE_CREATE sensitive = {};
         TPM2B_PUBLIC tmpl = {};
-        tg_token token = { .version = 1, .keyslot = -1 };
+        tg_token token = { .version = TG_TOKEN_VERSION_NO_PIN, .keyslot = -1 };
         TSS2_RC rc;
         int r;
 
@@ -453,10 +460,33 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
         token.policy_hash = policy;
         token.pin = params->pin != NULL;
         if (token.pin) {
-                token.pin_kdf_iterations = params->pin_kdf_iterations ?: TG_PIN_KDF_DEFAULT_ITERATIONS;
+                /*
+                 * Format 2: one Argon2id of the PIN under a fresh salt gives the authValue and the
+                 * mask K, and the TPM holds secret XOR K (tokens/pin.h). The fresh salt makes K new
+                 * for every seal, even with the same PIN and secret (a one-time pad per sealed blob).
+                 */
+                token.version = TG_TOKEN_VERSION_PIN;
+                token.argon2 = params->argon2;
+                if (token.argon2.memory_kib == 0)
+                        token.argon2.memory_kib = TG_ARGON2_MEMORY_DEFAULT;
+                if (token.argon2.parallel == 0)
+                        token.argon2.parallel = 1;
+                if (token.argon2.time_cost == 0) {
+                        unsigned ms = 0;
+
+                        r = tg_argon2_benchmark(token.argon2.memory_kib, token.argon2.parallel,
+                                                params->argon2_target_ms ?: TG_ARGON2_TARGET_MS_DEFAULT,
+                                                &token.argon2.time_cost, &ms);
+                        if (r < 0)
+                                return r;
+                        log_info("PIN key: Argon2id with %" PRIu32 " MiB, %" PRIu32 " passes, %" PRIu32 " lane(s) "
+                                 "(%u ms here).", token.argon2.memory_kib / 1024, token.argon2.time_cost,
+                                 token.argon2.parallel, ms);
+                }
                 if (RAND_bytes(token.pin_salt, sizeof token.pin_salt) != 1)
                         return log_error_rc(-TG_ERR_IO, "The OpenSSL random generator failed.");
-                r = tg_pin_derive_auth(params->pin, token.pin_salt, sizeof token.pin_salt, token.pin_kdf_iterations, &auth);
+                r = tg_pin_derive_v2(params->pin, token.pin_salt, sizeof token.pin_salt, &token.argon2,
+                                     secret->size, &auth, &mask);
                 if (r < 0)
                         return r;
         }
@@ -483,7 +513,8 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
                 memcpy(sensitive.sensitive.userAuth.buffer, auth->data, auth->size);
         }
         sensitive.sensitive.data.size = (UINT16) secret->size;
-        memcpy(sensitive.sensitive.data.buffer, secret->data, secret->size);
+        for (size_t i = 0; i < secret->size; i++)
+                sensitive.sensitive.data.buffer[i] = secret->data[i] ^ (mask ? mask->data[i] : 0);
 
         /* inSensitive is the first parameter: encrypted in the salted session. */
         if (ret_object) {
@@ -696,8 +727,8 @@ static void parent_done(tg_verified_tpm *v, tg_handle *parent) {
 }
 
 /* The Unseal itself, of a loaded object in a started policy session (flushed here unless the TPM ended it). */
-static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_secret *auth, ESYS_TR object,
-                         tg_handle *policy, tg_secret **ret_secret) {
+static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_secret *auth, const tg_secret *mask,
+                         ESYS_TR object, tg_handle *policy, tg_secret **ret_secret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_secret_ tg_secret *secret = NULL;
         TPM2B_SENSITIVE_DATA *out = NULL;
@@ -758,39 +789,56 @@ wipe_auth:
                 return unseal_error(v, token, rc);
         policy->close_only = true;
 
-        r = tg_secret_new_copy(out->buffer, out->size, &secret);
+        r = mask && out->size > mask->size ? log_error_rc(-TG_ERR_TOKEN, "The TPM released %u bytes, more than a "
+                                                            "format 2 secret has.", out->size) :
+                tg_secret_new_copy(out->buffer, out->size, &secret);
         explicit_bzero(out, sizeof *out);
         Esys_Free(out);
         if (r < 0)
                 return r;
+        /* Format 2: what the TPM released is S XOR K; only the PIN's Argon2id gives K. */
+        if (mask)
+                for (size_t i = 0; i < secret->size; i++)
+                        secret->data[i] ^= mask->data[i];
         *ret_secret = TAKE_PTR(secret);
         return 0;
 }
 
-/* The sealed object's authValue: derived from the PIN for a PIN token (none without). */
-static int token_auth(const tg_token *token, const tg_secret *pin, tg_secret **ret) {
-        _cleanup_secret_ tg_secret *auth = NULL;
+/*
+ * The sealed object's authValue, derived from the PIN for a PIN token (none without), and for
+ * format 2 the mask K (TG_MASK_MAX bytes: HKDF output of a shorter length is its prefix, so the
+ * secret's length need not be known before the Unseal). Argon2id runs here, before any command
+ * of the unseal, once per PIN tried.
+ */
+#define TG_MASK_MAX sizeof(((TPM2B_SENSITIVE_DATA *) NULL)->buffer)
+static int token_auth(const tg_token *token, const tg_secret *pin, tg_secret **ret, tg_secret **ret_mask) {
+        _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
         int r;
 
         if (token->pin && !pin)
                 return log_debug_rc(-TG_ERR_PIN_NEEDED, "The token needs a PIN.");
-        if (token->pin) {
+        if (token->pin && token->version >= 2)
+                r = tg_pin_derive_v2(pin, token->pin_salt, sizeof token->pin_salt, &token->argon2, TG_MASK_MAX,
+                                     &auth, &mask);
+        else if (token->pin)
                 r = tg_pin_derive_auth(pin, token->pin_salt, sizeof token->pin_salt, token->pin_kdf_iterations, &auth);
-                if (r < 0)
-                        return r;
-        }
+        else
+                r = 0;
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(auth);
+        *ret_mask = TAKE_PTR(mask);
         return 0;
 }
 
 int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL, object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
-        _cleanup_secret_ tg_secret *auth = NULL;
+        _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
         TSS2_RC rc;
         int r;
 
-        r = token_auth(token, pin, &auth);
+        r = token_auth(token, pin, &auth, &mask);
         if (r < 0)
                 return r;
 
@@ -889,7 +937,7 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         return r;
         }
 
-        r = unseal_object(v, token, auth, object.tr, &policy, ret_secret);
+        r = unseal_object(v, token, auth, mask, object.tr, &policy, ret_secret);
         if (r >= 0 && tg_vtpm_rm_flushes(v))
                 /*
                  * One-shot through a resource manager that flushes at close (docs/design.md §2.4): the sealed
@@ -912,17 +960,17 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
 int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
                      tg_secret **ret_secret) {
         _cleanup_handle_ tg_handle policy = { .esys = tg_vtpm_esys(v), .tr = ESYS_TR_NONE };
-        _cleanup_secret_ tg_secret *auth = NULL;
+        _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
         int r;
 
         assert(tg_vtpm_has_session(v));
-        r = token_auth(token, pin, &auth);
+        r = token_auth(token, pin, &auth, &mask);
         if (r < 0)
                 return r;
         r = policy_start(v, token, &policy);
         if (r < 0)
                 return r;
-        r = unseal_object(v, token, auth, object->tr, &policy, ret_secret);
+        r = unseal_object(v, token, auth, mask, object->tr, &policy, ret_secret);
         tg_handle_release(object);
         return r;
 }

@@ -33,7 +33,11 @@ typedef struct tg_seal_params {
         const tg_pcr_values *explicit_values; /* NULL: seal to the current values */
         bool allow_unextended;                /* seal to PCRs still at their reset value (all 0 or all 1) */
         const tg_secret *pin;                 /* NULL: no PIN (warned about by the caller) */
-        uint32_t pin_kdf_iterations;          /* 0: default */
+        /* A PIN seal writes format 2 with these Argon2id parameters. memory_kib 0: the default
+         * (TG_ARGON2_MEMORY_DEFAULT); parallel 0: 1; time_cost 0: benchmarked here to argon2_target_ms
+         * (0: TG_ARGON2_TARGET_MS_DEFAULT). */
+        tg_argon2_params argon2;
+        unsigned argon2_target_ms;
         const tg_secret *owner_auth;          /* owner hierarchy password, NULL: empty */
 } tg_seal_params;
 
@@ -42,7 +46,9 @@ typedef struct tg_seal_params {
  * with the PIN-derived authValue), entirely inside the verified session: the
  * secret and the authValue travel only in Create's parameter-encrypted
  * inSensitive, and every command naming an object carries the salted HMAC
- * session. Fills ret_token (blob, PCR policy, PIN KDF, parent name).
+ * session. Fills ret_token (blob, PCR policy, PIN KDF, parent name). With a
+ * PIN the token is format 2: the TPM holds secret XOR K, K from the PIN's
+ * Argon2id (tokens/pin.h), so what the TPM holds opens nothing without the PIN.
  */
 int tg_seal(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *ret_token);
 
@@ -55,7 +61,8 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
                    tg_handle *ret_object);
 
 /*
- * Unseals a token's secret over verified sessions. pin may be NULL when the
+ * Unseals a token's secret over verified sessions (a format 2 token's
+ * unsealed data unmasked with K, here). pin may be NULL when the
  * token needs none; a token that needs one and gets NULL returns
  * -TG_ERR_PIN_NEEDED without talking to the TPM. Wrong PIN → -TG_ERR_BAD_PIN
  * (with the DA state logged), PCRs changed → -TG_ERR_PCR_MISMATCH, a policy

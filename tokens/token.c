@@ -205,17 +205,40 @@ static int pcrs_field(json_object *obj, uint32_t *ret) {
         return 0;
 }
 
+static int kdf_uint_field(json_object *kdf, const char *key, const char *field, uint32_t min, uint32_t max,
+                          uint32_t *ret) {
+        json_object *v;
+        int64_t n;
+        int r;
+
+        r = field_get(kdf, key, field, json_type_int, true, &v);
+        if (r < 0)
+                return r;
+        n = json_object_get_int64(v);
+        if (n < min || n > max)
+                return token_error(field, "%" PRId64 " is out of range [%" PRIu32 ", %" PRIu32 "]", n, min, max);
+        *ret = (uint32_t) n;
+        return 0;
+}
+
+/*
+ * Format 1: PBKDF2 iterations. Format 2: Argon2id time, memory (KiB) and
+ * lanes, each bounded (pin.h TG_ARGON2_*): below the floor an attacker with
+ * the TPM's data searches the PIN faster than enroll chose, above the
+ * ceiling an edited token makes the initrd allocate or spin without end.
+ */
 static int pin_kdf_field(json_object *obj, tg_token *t) {
         _cleanup_free_ uint8_t *salt = NULL;
+        const char *type = t->version >= 2 ? TG_PIN_KDF_TYPE_V2 : TG_PIN_KDF_TYPE;
         json_object *kdf, *v;
         size_t salt_size = 0;
-        int64_t iterations;
         int r;
 
         if (!json_object_object_get_ex(obj, "pin_kdf", NULL)) {
                 if (t->pin)
                         return token_error("pin_kdf", "missing, required because \"pin\" is true");
                 t->pin_kdf_iterations = 0;
+                t->argon2 = (tg_argon2_params) {};
                 memset(t->pin_salt, 0, sizeof t->pin_salt);
                 return 0;
         }
@@ -228,17 +251,29 @@ static int pin_kdf_field(json_object *obj, tg_token *t) {
         r = field_get(kdf, "type", "pin_kdf.type", json_type_string, true, &v);
         if (r < 0)
                 return r;
-        if (strcmp(json_object_get_string(v), TG_PIN_KDF_TYPE) != 0)
-                return token_error("pin_kdf.type", "unknown KDF \"%.32s\", only \"" TG_PIN_KDF_TYPE "\" is supported",
-                                   json_object_get_string(v));
+        if (strcmp(json_object_get_string(v), type) != 0)
+                return token_error("pin_kdf.type", "unknown KDF \"%.32s\", format %u supports only \"%s\"",
+                                   json_object_get_string(v), t->version, type);
 
-        r = field_get(kdf, "iterations", "pin_kdf.iterations", json_type_int, true, &v);
-        if (r < 0)
-                return r;
-        iterations = json_object_get_int64(v);
-        if (iterations < TG_PIN_KDF_ITERATIONS_MIN || iterations > TG_PIN_KDF_ITERATIONS_MAX)
-                return token_error("pin_kdf.iterations", "%" PRId64 " is out of range [%u, %u]", iterations,
-                                   TG_PIN_KDF_ITERATIONS_MIN, TG_PIN_KDF_ITERATIONS_MAX);
+        if (t->version >= 2) {
+                r = kdf_uint_field(kdf, "time", "pin_kdf.time", TG_ARGON2_TIME_MIN, TG_ARGON2_TIME_MAX,
+                                   &t->argon2.time_cost);
+                if (r < 0)
+                        return r;
+                r = kdf_uint_field(kdf, "memory", "pin_kdf.memory", TG_ARGON2_MEMORY_MIN, TG_ARGON2_MEMORY_MAX,
+                                   &t->argon2.memory_kib);
+                if (r < 0)
+                        return r;
+                r = kdf_uint_field(kdf, "parallel", "pin_kdf.parallel", TG_ARGON2_PARALLEL_MIN,
+                                   TG_ARGON2_PARALLEL_MAX, &t->argon2.parallel);
+                if (r < 0)
+                        return r;
+        } else {
+                r = kdf_uint_field(kdf, "iterations", "pin_kdf.iterations", TG_PIN_KDF_ITERATIONS_MIN,
+                                   TG_PIN_KDF_ITERATIONS_MAX, &t->pin_kdf_iterations);
+                if (r < 0)
+                        return r;
+        }
 
         r = field_get(kdf, "salt", "pin_kdf.salt", json_type_string, true, &v);
         if (r < 0)
@@ -248,8 +283,6 @@ static int pin_kdf_field(json_object *obj, tg_token *t) {
                 return r;
         if (salt_size != TG_PIN_SALT_SIZE)
                 return token_error("pin_kdf.salt", "%zu bytes, expected %u", salt_size, TG_PIN_SALT_SIZE);
-
-        t->pin_kdf_iterations = (uint32_t) iterations;
         memcpy(t->pin_salt, salt, TG_PIN_SALT_SIZE);
         return 0;
 }
@@ -372,6 +405,9 @@ int tg_token_from_json(json_object *jobj, tg_token *ret) {
         if (r < 0)
                 return r;
         t.pin = json_object_get_boolean(v);
+        /* Format 2 masks the secret with a key of the PIN: without a PIN there is nothing to mask with. */
+        if (t.version >= 2 && !t.pin)
+                return token_error("pin", "false in a format %u token, which exists only for PIN tokens", t.version);
 
         r = pin_kdf_field(jobj, &t);
         if (r < 0)
@@ -517,10 +553,17 @@ int tg_token_to_json(const tg_token *t, json_object **ret) {
                 r = json_add(obj, "pin_kdf", kdf);
                 if (r < 0)
                         return r;
-                r = json_add(kdf, "type", json_object_new_string(TG_PIN_KDF_TYPE));
+                r = json_add(kdf, "type", json_object_new_string(t->version >= 2 ? TG_PIN_KDF_TYPE_V2 : TG_PIN_KDF_TYPE));
                 if (r < 0)
                         return r;
-                r = json_add(kdf, "iterations", json_object_new_int64(t->pin_kdf_iterations));
+                if (t->version >= 2) {
+                        r = json_add(kdf, "time", json_object_new_int64(t->argon2.time_cost));
+                        if (r >= 0)
+                                r = json_add(kdf, "memory", json_object_new_int64(t->argon2.memory_kib));
+                        if (r >= 0)
+                                r = json_add(kdf, "parallel", json_object_new_int64(t->argon2.parallel));
+                } else
+                        r = json_add(kdf, "iterations", json_object_new_int64(t->pin_kdf_iterations));
                 if (r < 0)
                         return r;
                 r = json_add_base64(kdf, "salt", t->pin_salt, sizeof t->pin_salt);
@@ -606,6 +649,10 @@ bool tg_token_policy_weaker(const tg_token *t, const tg_config *config, char *wh
         return false;
 }
 
+bool tg_token_exposed_to_leaking_tpm(const tg_token *t) {
+        return t->pin && t->version < 2;
+}
+
 void tg_token_policy_format(const tg_token *t, char *buf, size_t size) {
         char pcrs[96];
 
@@ -623,8 +670,13 @@ void tg_token_dump(const tg_token *t, void (*print)(const char *line, void *user
         tg_pcr_list_format(t->pcr_mask, pcrs, sizeof pcrs);
         (void) snprintf(line, sizeof line, "\tPCRs:            %s:%s", bank ? bank : "unknown", pcrs);
         print(line, userdata);
-        if (t->pin)
-                (void) snprintf(line, sizeof line, "\tPIN:             yes (" TG_PIN_KDF_TYPE ", %" PRIu32 " iterations)",
+        if (t->pin && t->version >= 2)
+                (void) snprintf(line, sizeof line, "\tPIN:             yes (" TG_PIN_KDF_TYPE_V2 ", time %" PRIu32
+                                ", memory %" PRIu32 " KiB, parallel %" PRIu32 "; mixed into the keyslot passphrase)",
+                                t->argon2.time_cost, t->argon2.memory_kib, t->argon2.parallel);
+        else if (t->pin)
+                (void) snprintf(line, sizeof line, "\tPIN:             yes (" TG_PIN_KDF_TYPE ", %" PRIu32 " iterations; "
+                                "format 1: a leaking TPM opens the volume without it, 'tpmguard change-pin' upgrades)",
                                 t->pin_kdf_iterations);
         else
                 (void) snprintf(line, sizeof line, "\tPIN:             no");

@@ -9,10 +9,11 @@
 #include <tss2/tss2_tpm2_types.h>
 
 #include "macro.h"
+#include "pin.h"
 
 /*
- * The LUKS2 token, type "tpmguard", format v1 (design §4). Only these
- * functions read or write it.
+ * The LUKS2 token, type "tpmguard", formats 1 and 2 (design §4,
+ * docs/token-format.md). Only these functions read or write it.
  *
  * The token sits in the LUKS2 header, which an evil maid can edit. It
  * therefore holds only what the TPM itself enforces (the sealed blob and its
@@ -33,12 +34,24 @@
  *     "pin_kdf": { "type": "pbkdf2-sha256", "iterations": 100000, "salt": base64(32 bytes) },
  *     "parent_name": hex(34 bytes), "ek_signing_key_name": hex(34 bytes)
  *   }
+ *
+ * Format 2 (a PIN token; written by every seal with a PIN since issue 31):
+ * "version": 2, "pin": true and
+ *     "pin_kdf": { "type": "argon2id", "time": 3, "memory": 65536 (KiB), "parallel": 1, "salt": base64(32 bytes) }
+ * and the TPM holds the keyslot passphrase masked with a key of the PIN's
+ * Argon2id (tokens/pin.h). The parser bounds the Argon2id parameters
+ * (TG_ARGON2_*), so an edited token cannot make the unlock allocate a GiB
+ * or spin for minutes, nor weaken the search an attacker with the TPM's
+ * data has to run, below the floor. No-PIN tokens stay format 1.
  */
 
 #define TG_TOKEN_TYPE "tpmguard"
-#define TG_TOKEN_VERSION 1u
+#define TG_TOKEN_VERSION 2u           /* the newest format read */
+#define TG_TOKEN_VERSION_PIN 2u       /* the format a PIN seal writes */
+#define TG_TOKEN_VERSION_NO_PIN 1u    /* the format a no-PIN seal writes: format 2 gives it nothing */
 #define TG_TOKEN_JSON_MAX (64u * 1024u)
 #define TG_PIN_KDF_TYPE "pbkdf2-sha256"
+#define TG_PIN_KDF_TYPE_V2 "argon2id"
 #define TG_PIN_KDF_ITERATIONS_MIN 1000u
 #define TG_PIN_KDF_ITERATIONS_MAX 10000000u
 #define TG_PIN_SALT_SIZE 32u
@@ -66,7 +79,8 @@ typedef struct tg_token {
         uint32_t pcr_mask;               /* bit N = PCR N (0..23) */
         TPM2B_DIGEST policy_hash;
         bool pin;
-        uint32_t pin_kdf_iterations;
+        uint32_t pin_kdf_iterations;     /* format 1 */
+        tg_argon2_params argon2;         /* format 2 */
         uint8_t pin_salt[32];
         TPM2B_NAME parent_name;
         TPM2B_NAME ek_signing_key_name;  /* size 0 if absent */
@@ -89,6 +103,12 @@ int tg_token_to_string(const tg_token *t, char **ret);
  * True with a reason in why[size]; a superset of the PCRs is not weaker.
  */
 bool tg_token_policy_weaker(const tg_token *t, const tg_config *config, char *why, size_t size);
+/*
+ * A format 1 PIN token: the TPM holds the keyslot passphrase itself, so a TPM
+ * that leaks its secrets opens the volume without the PIN. 'change-pin' or
+ * 'rotate' upgrade it to format 2.
+ */
+bool tg_token_exposed_to_leaking_tpm(const tg_token *t);
 /* "sha256 PCRs 7,11, PIN": what a token is sealed to, for messages. */
 void tg_token_policy_format(const tg_token *t, char *buf, size_t size);
 

@@ -10,8 +10,10 @@
 #   record     the operation works, and no secret crosses the bus: the
 #              capture (every command and response, byte-aligned in each hex
 #              field) holds neither the keyslot secret, nor the PIN, nor
-#              SHA-256(PIN), nor the authValue PBKDF2-HMAC-SHA256(PIN, token
-#              salt, token iterations) of any tpmguard token on the image.
+#              SHA-256(PIN), nor the authValue of any tpmguard token on the
+#              image (format 1: PBKDF2-HMAC-SHA256(PIN, token salt, token
+#              iterations); format 2: its HKDF of the PIN's Argon2id, and the
+#              mask K and S XOR K, by tests/integration/pin-derive.c).
 #              The keyslot secret searched for: seal-import, the random
 #              secret the test gave it; the plugin unlocks, the secret the
 #              plugin returned (token-open --secret-out, checked to open a
@@ -556,7 +558,7 @@ proxy_stop() { interposer_stop; }
 
 # The secrets the capture and the findings must not hold, one hex string a
 # line: keyslot secret, PIN, SHA-256(PIN), authValue (from every tpmguard
-# token on the image: its salt and iterations), and the TPM's lockout
+# token on the image: its KDF parameters; format 2 adds K and S XOR K), and the TPM's lockout
 # password (provision, or lockout setup, set it; it is stored as hex).
 secrets_file() {
         {
@@ -566,7 +568,7 @@ secrets_file() {
                 for id in $(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); print $1}'); do
                         cryptsetup token export --token-id "$id" "$WORK/disk.img"
                         echo
-                done | $PY -c '
+                done | TG_SECRET_HEX=$([ -s "$WORK/secret.hex" ] && tr '\n' , <"$WORK/secret.hex") $PY -c '
 import base64, hashlib, json, os, sys
 cache_path, pins = sys.argv[1], [p.encode() for p in sys.argv[2:]]
 # Most cases keep the template'"'"'s token: its authValues (PBKDF2, 100000
@@ -578,12 +580,38 @@ except (OSError, ValueError):
 for pin in pins:
     print(pin.hex())
     print(hashlib.sha256(pin).hexdigest())
+derive, secret_hex = os.environ["TPMGUARD_PIN_DERIVE"], os.environ.get("TG_SECRET_HEX", "")
 for line in sys.stdin:
     if not line.strip():
         continue
     t = json.loads(line)
     k = t.get("pin_kdf")
     for pin in pins if k else []:
+        if k.get("type") == "argon2id":
+            # Format 2 (docs/token-format.md): the authValue, the mask K (its first 32 bytes) and,
+            # with the keyslot secret S known, S XOR K, what the TPM holds and releases: each from
+            # tokens/pin.c through test-pin-derive (python has no Argon2id).
+            key = "%s/%s/argon2id/%d/%d/%d" % (pin.hex(), k["salt"], k["time"], k["memory"], k["parallel"])
+            if key not in cache:
+                import subprocess, tempfile
+                with tempfile.NamedTemporaryFile("w", delete=False) as tf, \
+                        tempfile.NamedTemporaryFile("wb", delete=False) as pf:
+                    tf.write(line)
+                    pf.write(pin + b"\n")
+                try:
+                    out = subprocess.run([derive, tf.name, pf.name], stdout=subprocess.PIPE, text=True,
+                                         check=True).stdout.split()
+                finally:
+                    os.unlink(tf.name)
+                    os.unlink(pf.name)
+                cache[key] = out[0] + "/" + out[1]
+            auth, mask = cache[key].split("/")
+            print(auth)
+            print(mask[:64])
+            for sh in filter(None, secret_hex.split(",")):
+                s = bytes.fromhex(sh.strip())
+                print(bytes(a ^ b for a, b in zip(s, bytes.fromhex(mask))).hex())
+            continue
         key = "%s/%s/%d" % (pin.hex(), k["salt"], k["iterations"])
         if key not in cache:
             cache[key] = hashlib.pbkdf2_hmac("sha256", pin, base64.b64decode(k["salt"]), k["iterations"], 32).hex()

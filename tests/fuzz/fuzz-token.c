@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The LUKS2 token (attacker-writable header): tg_token_from_string on
- * arbitrary text. Whatever it accepts must satisfy the documented invariants
+ * The LUKS2 token (attacker-writable header), formats 1 and 2:
+ * tg_token_from_string on arbitrary text. Whatever it accepts must satisfy the documented invariants
  * (checked here, independently of token.c), survive the writer and parse
  * back to the same token, and its luksDump lines must format.
  */
@@ -28,6 +28,8 @@ static int token_equal(const tg_token *a, const tg_token *b) {
                a->policy_hash.size == b->policy_hash.size &&
                memcmp(a->policy_hash.buffer, b->policy_hash.buffer, a->policy_hash.size) == 0 &&
                a->pin == b->pin && a->pin_kdf_iterations == b->pin_kdf_iterations &&
+               a->argon2.time_cost == b->argon2.time_cost && a->argon2.memory_kib == b->argon2.memory_kib &&
+               a->argon2.parallel == b->argon2.parallel &&
                memcmp(a->pin_salt, b->pin_salt, sizeof a->pin_salt) == 0 &&
                a->parent_name.size == b->parent_name.size &&
                memcmp(a->parent_name.name, b->parent_name.name, a->parent_name.size) == 0 &&
@@ -38,7 +40,7 @@ static int token_equal(const tg_token *a, const tg_token *b) {
 
 /* What docs/token-format.md promises about every accepted token, checked independently of token.c. */
 static void check_invariants(const tg_token *t) {
-        if (t->version != TG_TOKEN_VERSION)
+        if (t->version != 1 && t->version != 2)
                 abort();
         if (t->pcr_mask == 0 || (t->pcr_mask >> 24) != 0)      /* PCRs 0..23, at least one */
                 abort();
@@ -50,8 +52,18 @@ static void check_invariants(const tg_token *t) {
                 abort();
         if (t->ek_signing_key_name.size != 0 && t->ek_signing_key_name.size != 34)
                 abort();
-        if (t->pin ? (t->pin_kdf_iterations < TG_PIN_KDF_ITERATIONS_MIN || t->pin_kdf_iterations > TG_PIN_KDF_ITERATIONS_MAX)
-                   : t->pin_kdf_iterations != 0)
+        /* Format 1: PBKDF2 iterations in bounds, or none without a PIN. */
+        if (t->version == 1 && (t->pin ? (t->pin_kdf_iterations < TG_PIN_KDF_ITERATIONS_MIN ||
+                                          t->pin_kdf_iterations > TG_PIN_KDF_ITERATIONS_MAX)
+                                       : t->pin_kdf_iterations != 0))
+                abort();
+        /* Format 2: a PIN token whose Argon2id is within the bounds the unlock may spend
+         * (32 MiB..1 GiB, 1..64 passes, 1..4 lanes), checked before any TPM command. */
+        if (t->version == 2 && (!t->pin || t->argon2.memory_kib < 32u * 1024u || t->argon2.memory_kib > 1024u * 1024u ||
+                                t->argon2.time_cost < 1 || t->argon2.time_cost > 64 ||
+                                t->argon2.parallel < 1 || t->argon2.parallel > 4))
+                abort();
+        if (t->version == 1 && (t->argon2.time_cost | t->argon2.memory_kib | t->argon2.parallel) != 0)
                 abort();
         if (t->private_blob.size == 0 || t->private_blob.size > sizeof t->private_blob.buffer)
                 abort();

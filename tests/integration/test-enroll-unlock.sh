@@ -313,11 +313,10 @@ b = base64.b64decode(t["blob"])
 n = struct.unpack(">H", b[:2])[0]
 open(w + "/seal.priv", "wb").write(b[:2 + n])
 open(w + "/seal.pub", "wb").write(b[2 + n:])
-k = t["pin_kdf"]
-auth = hashlib.pbkdf2_hmac("sha256", b"1234", base64.b64decode(k["salt"]), k["iterations"], 32)
-open(w + "/auth.hex", "w").write(auth.hex())
 open(w + "/policy.bin", "wb").write(bytes.fromhex(t["policy_hash"]))
 PY
+        # The right PIN's authValue (format 2: HKDF of its Argon2id; tokens/pin.h).
+        "$TPMGUARD_PIN_DERIVE" "$WORK/token.json" "$WORK/pin" | head -1 >"$WORK/auth.hex"
         $t tpm2_load -C 0x81000001 -u "$WORK/seal.pub" -r "$WORK/seal.priv" -c "$WORK/seal.ctx" >/dev/null
         if $t tpm2_changeauth -c "$WORK/seal.ctx" -C 0x81000001 -p "hex:$(cat "$WORK/auth.hex")" \
                 -r "$WORK/new.priv" newauth >/dev/null 2>"$WORK/changeauth.err"; then

@@ -5,7 +5,10 @@
  * image through cryptsetup_token_open_pin(), then searches every writable
  * mapping of its own address space (/proc/self/maps, read through
  * /proc/self/mem) for the PIN, the unsealed secret and the PIN-derived TPM
- * authValue.
+ * authValue, and for a format 2 token also the PIN's Argon2id output A, the
+ * mask K and what the TPM released (S XOR K), each computed here from the
+ * token's parameters with libargon2 and OpenSSL's HKDF, independently of
+ * tokens/pin.c.
  *
  *  - After open_pin and before buffer_free the secret must be found (in the
  *    returned buffer): the positive control that shows the scan works.
@@ -24,12 +27,15 @@
  * (TPMGUARD_CONFIG points at the test TPM's configuration.) Exit 0: clean;
  * 1: a needle was found or a step failed.
  */
+#include <argon2.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <json-c/json.h>
 #include <libcryptsetup.h>
+#include <openssl/core_names.h>
 #include <openssl/evp.h>
+#include <openssl/kdf.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +57,7 @@ typedef struct needle {
         size_t size;
 } needle;
 
-static needle needles[3];
+static needle needles[8];
 static size_t n_needles;
 static uint8_t *scan_buf; /* private mapping, excluded from the scan */
 static char log_text[1 << 20];
@@ -149,25 +155,70 @@ static bool log_holds(size_t k) {
         return hit;
 }
 
-/* authValue = PBKDF2-HMAC-SHA256(PIN, salt, iterations) from the token's own parameters. */
+static void hkdf(const uint8_t *ikm, size_t ikm_size, const char *label, uint8_t *out, size_t size) {
+        EVP_KDF *kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+        EVP_KDF_CTX *ctx = kdf ? EVP_KDF_CTX_new(kdf) : NULL;
+        OSSL_PARAM p[] = {
+                OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *) "SHA256", 0),
+                OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *) ikm, ikm_size),
+                OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, (void *) label, strlen(label)),
+                OSSL_PARAM_construct_end(),
+        };
+
+        if (!ctx || EVP_KDF_derive(ctx, out, size, p) != 1)
+                exit(1);
+        EVP_KDF_CTX_free(ctx);
+        EVP_KDF_free(kdf);
+}
+
+/* The mask K of a format 2 token, kept (masked) to add "S XOR K" once S is known. */
+static uint8_t mask_k[128];
+static bool have_mask;
+
+/*
+ * From the token's own parameters: format 1, authValue = PBKDF2-HMAC-SHA256(PIN, salt,
+ * iterations); format 2 (docs/token-format.md), A = Argon2id(PIN, salt, t, m, p), authValue and K
+ * by HKDF-SHA256 of A under their labels.
+ */
 static void add_auth_needle(struct crypt_device *cd, int token, const char *pin, size_t pin_size) {
         const char *json = NULL;
-        json_object *o, *kdf, *v;
-        uint8_t salt[64], auth[32];
+        json_object *o, *kdf, *v, *t, *m, *par;
+        uint8_t salt[64], auth[32], a[32];
         int salt_len, iterations;
+        bool v2;
 
         if (crypt_token_json_get(cd, token, &json) < 0 || !(o = json_tokener_parse(json)) ||
             !json_object_object_get_ex(o, "pin_kdf", &kdf) ||
             !json_object_object_get_ex(kdf, "salt", &v) ||
             (salt_len = EVP_DecodeBlock(salt, (const unsigned char *) json_object_get_string(v),
-                                        (int) strlen(json_object_get_string(v)))) < 32 ||
-            !json_object_object_get_ex(kdf, "iterations", &v) ||
-            (iterations = json_object_get_int(v)) <= 0) {
+                                        (int) strlen(json_object_get_string(v)))) < 32) {
                 fprintf(stderr, "memscan: cannot read the token's PIN KDF\n");
                 exit(1);
         }
-        if (PKCS5_PBKDF2_HMAC(pin, (int) pin_size, salt, 32, iterations, EVP_sha256(), sizeof auth, auth) != 1)
-                exit(1);
+        v2 = json_object_object_get_ex(kdf, "type", &v) && strcmp(json_object_get_string(v), "argon2id") == 0;
+        if (v2) {
+                if (!json_object_object_get_ex(kdf, "time", &t) || !json_object_object_get_ex(kdf, "memory", &m) ||
+                    !json_object_object_get_ex(kdf, "parallel", &par) ||
+                    argon2id_hash_raw((uint32_t) json_object_get_int(t), (uint32_t) json_object_get_int(m),
+                                      (uint32_t) json_object_get_int(par), pin, pin_size, salt, 32, a, sizeof a) !=
+                            ARGON2_OK) {
+                        fprintf(stderr, "memscan: cannot compute the token's Argon2id\n");
+                        exit(1);
+                }
+                needle_add("the PIN's Argon2id output A", a, sizeof a);
+                hkdf(a, sizeof a, "tpmguard v2 keyslot mask", mask_k, sizeof mask_k);
+                have_mask = true;
+                needle_add("the mask K", mask_k, 32);
+                hkdf(a, sizeof a, "tpmguard v2 authValue", auth, sizeof auth);
+                explicit_bzero(a, sizeof a);
+                printf("memscan: format 2 token (argon2id t=%d m=%d p=%d)\n", json_object_get_int(t),
+                       json_object_get_int(m), json_object_get_int(par));
+        } else {
+                if (!json_object_object_get_ex(kdf, "iterations", &v) || (iterations = json_object_get_int(v)) <= 0 ||
+                    PKCS5_PBKDF2_HMAC(pin, (int) pin_size, salt, 32, iterations, EVP_sha256(), sizeof auth, auth) != 1)
+                        exit(1);
+                printf("memscan: format 1 token\n");
+        }
         needle_add("PIN-derived authValue", auth, sizeof auth);
         /*
          * tpm2-tss 3.2.1 ESAPI appends the object's authValue to the policy
@@ -175,6 +226,7 @@ static void add_auth_needle(struct crypt_device *cd, int token, const char *pin,
          * session node, and frees that node unwiped when the session is
          * flushed; no ESAPI call overwrites it. The PIN itself and the
          * unsealed secret must be gone; this copy needs a tpm2-tss fix.
+         * (Format 2: the authValue says nothing of A or K, labels apart.)
          */
         needles[n_needles - 1].known_residual = "in ESAPI's freed policy-session node (tpm2-tss 3.2.1 does not wipe sessionValue)";
         explicit_bzero(auth, sizeof auth);
@@ -189,6 +241,7 @@ int main(int argc, char **argv) {
         char *buffer = NULL, *pin;
         size_t buffer_len = 0, pin_size;
         int r, token, failed = 0;
+        size_t secret_index;
 
         if (argc != 4) {
                 fprintf(stderr, "usage: %s PLUGIN IMAGE PIN\n", argv[0]);
@@ -229,10 +282,20 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "memscan: token open failed: %d\n%s", r, log_text);
                 return 1;
         }
+        secret_index = n_needles;
         needle_add("unsealed secret", buffer, buffer_len);
+        if (have_mask && buffer_len <= sizeof mask_k) {
+                /* What the TPM released for a format 2 token: S XOR K. */
+                uint8_t released[sizeof mask_k];
+                for (size_t i = 0; i < buffer_len; i++)
+                        released[i] = (uint8_t) buffer[i] ^ mask_k[i];
+                needle_add("what Unseal released (S XOR K)", released, buffer_len);
+                explicit_bzero(released, sizeof released);
+        }
+        explicit_bzero(mask_k, sizeof mask_k);
 
         /* Positive control: the secret is in memory now (the returned buffer). */
-        if (scan(2, false) < 1) {
+        if (scan(secret_index, false) < 1) {
                 fprintf(stderr, "memscan: the scan does not find the secret in the plugin's own buffer: broken scan\n");
                 return 1;
         }

@@ -150,6 +150,8 @@ static void test_conf_as_shipped(void **state) {
         assert_int_equal(shipped->allow_no_pin, defaults->allow_no_pin);
         assert_int_equal(shipped->pin_min_length, defaults->pin_min_length);
         assert_int_equal(shipped->allow_unextended_pcrs, defaults->allow_unextended_pcrs);
+        assert_int_equal(shipped->pin_kdf_memory, defaults->pin_kdf_memory);
+        assert_int_equal(shipped->pin_kdf_time_ms, defaults->pin_kdf_time_ms);
         free(text);
 }
 
@@ -159,6 +161,7 @@ static void test_conf_uncommented(void **state) {
                 "da_max_tries", "da_recovery_time", "da_lockout_recovery",
                 "pin_tries", "pin_da_reserve",
                 "allow_no_pin", "pin_min_length", "allow_unextended_pcrs",
+                "pin_kdf_memory", "pin_kdf_time_ms",
         };
         _cleanup_config_ tg_config *all = NULL, *defaults = NULL;
         char *text = read_text(conf_path), *out = calloc(1, strlen(text) + 1), *save = NULL;
@@ -205,6 +208,8 @@ static void test_conf_uncommented(void **state) {
         assert_int_equal(all->allow_no_pin, defaults->allow_no_pin);
         assert_int_equal(all->pin_min_length, defaults->pin_min_length);
         assert_int_equal(all->allow_unextended_pcrs, defaults->allow_unextended_pcrs);
+        assert_int_equal(all->pin_kdf_memory, defaults->pin_kdf_memory);
+        assert_int_equal(all->pin_kdf_time_ms, defaults->pin_kdf_time_ms);
         free(out);
         free(text);
 }

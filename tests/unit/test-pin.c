@@ -58,6 +58,71 @@ static void test_derive_rejects(void **state) {
         assert_ptr_equal(auth, (tg_secret *) 0x1); /* ret untouched on failure */
 }
 
+/*
+ * Format 2's derivation (tokens/pin.h), against values computed outside tpmguard: A is the
+ * Argon2id vector of the reference implementation's test.c (argon2id, v=0x13, t=2, m=2^16 KiB,
+ * p=1, "password", "somesalt": 09316115...3cf7, also RFC 9106's primitive), and auth and K are
+ * HKDF-SHA256 of that A under the two labels, computed once with Python's hmac and hashlib:
+ *   prk = HMAC-SHA256(32 zero bytes, A); T(i) = HMAC-SHA256(prk, T(i-1) || label || i).
+ * A wrong Argon2 type or version, a swapped label or a salted HKDF changes every byte.
+ */
+static void test_derive_v2_kat(void **state) {
+        _cleanup_secret_ tg_secret *p = NULL, *auth = NULL, *mask = NULL, *mask_long = NULL, *auth2 = NULL;
+        _cleanup_free_ char *auth_hex = NULL, *mask_hex = NULL;
+        const tg_argon2_params params = { .time_cost = 2, .memory_kib = 65536, .parallel = 1 };
+
+        assert_int_equal(tg_secret_new_copy("password", 8, &p), 0);
+        assert_int_equal(tg_pin_derive_v2(p, (const uint8_t *) "somesalt", 8, &params, 44, &auth, &mask), 0);
+        assert_int_equal(auth->size, 32);
+        assert_int_equal(mask->size, 44);
+        assert_int_equal(tg_hex_encode(auth->data, auth->size, &auth_hex), 0);
+        assert_int_equal(tg_hex_encode(mask->data, mask->size, &mask_hex), 0);
+        assert_string_equal(auth_hex, "c058659ada86ce6b1fbab590fecf089cf1fd30ba4d2ba2cf3476b89137406400");
+        assert_string_equal(mask_hex, "38ca0fa1dab8a449d049db82f16fd1b11c75ec67347cde203db887c616c0a813"
+                                      "7e1df92936646b0d5db70a3f");
+        /* The unseal derives K at the longest sealed size: a shorter K is its prefix. */
+        assert_int_equal(tg_pin_derive_v2(p, (const uint8_t *) "somesalt", 8, &params, 128, &auth2, &mask_long), 0);
+        assert_memory_equal(mask_long->data, mask->data, mask->size);
+        assert_memory_equal(auth2->data, auth->data, auth->size);
+}
+
+static void test_derive_v2_rejects(void **state) {
+        _cleanup_secret_ tg_secret *p = NULL;
+        tg_secret *auth = (tg_secret *) 0x1, *mask = (tg_secret *) 0x2;
+        uint8_t salt[32] = {};
+        const tg_argon2_params ok = { .time_cost = 1, .memory_kib = TG_ARGON2_MEMORY_MIN, .parallel = 1 };
+        tg_argon2_params bad;
+
+        assert_int_equal(tg_secret_new_copy("1234", 4, &p), 0);
+        bad = ok, bad.memory_kib = TG_ARGON2_MEMORY_MIN - 1;
+        assert_int_equal(tg_pin_derive_v2(p, salt, sizeof salt, &bad, 44, &auth, &mask), -TG_ERR_INVALID);
+        bad = ok, bad.memory_kib = TG_ARGON2_MEMORY_MAX + 1;
+        assert_int_equal(tg_pin_derive_v2(p, salt, sizeof salt, &bad, 44, &auth, &mask), -TG_ERR_INVALID);
+        bad = ok, bad.time_cost = 0;
+        assert_int_equal(tg_pin_derive_v2(p, salt, sizeof salt, &bad, 44, &auth, &mask), -TG_ERR_INVALID);
+        bad = ok, bad.parallel = TG_ARGON2_PARALLEL_MAX + 1;
+        assert_int_equal(tg_pin_derive_v2(p, salt, sizeof salt, &bad, 44, &auth, &mask), -TG_ERR_INVALID);
+        assert_int_equal(tg_pin_derive_v2(p, salt, 4, &ok, 44, &auth, &mask), -TG_ERR_INVALID);
+        assert_int_equal(tg_pin_derive_v2(p, salt, sizeof salt, &ok, 0, &auth, &mask), -TG_ERR_INVALID);
+        assert_ptr_equal(auth, (tg_secret *) 0x1); /* ret untouched on failure */
+        assert_ptr_equal(mask, (tg_secret *) 0x2);
+}
+
+static void test_argon2_benchmark(void **state) {
+        uint32_t t = 0;
+        unsigned ms = 0;
+
+        /* A 10 ms target at the floor: within the parser's bounds, and measured. */
+        assert_int_equal(tg_argon2_benchmark(TG_ARGON2_MEMORY_MIN, 1, 10, &t, &ms), 0);
+        assert_true(t >= TG_ARGON2_TIME_MIN && t <= TG_ARGON2_TIME_MAX);
+        /* A target far above one pass gives more passes than a target of one pass. */
+        {
+                uint32_t t_long = 0;
+                assert_int_equal(tg_argon2_benchmark(TG_ARGON2_MEMORY_MIN, 1, 400, &t_long, NULL), 0);
+                assert_true(t_long > t || t_long == TG_ARGON2_TIME_MAX);
+        }
+}
+
 static char tmpdir[] = "/tmp/test-pin.XXXXXX";
 
 static int setup_tmpdir(void **state) {
@@ -250,6 +315,9 @@ int main(void) {
                 cmocka_unit_test(test_pbkdf2_rfc7914),
                 cmocka_unit_test(test_pbkdf2_published),
                 cmocka_unit_test(test_derive_rejects),
+                cmocka_unit_test(test_derive_v2_kat),
+                cmocka_unit_test(test_derive_v2_rejects),
+                cmocka_unit_test(test_argon2_benchmark),
                 cmocka_unit_test(test_read_file),
                 cmocka_unit_test(test_read_stdin_pipe),
                 cmocka_unit_test(test_read_tty),

@@ -40,6 +40,17 @@ static const char base_token[] =
         "\"parent_name\":\"" PARENT_HEX "\","
         "\"ek_signing_key_name\":\"" EKSK_HEX "\"}";
 
+/* Format 2: the same sealed object, the PIN's Argon2id named in pin_kdf (docs/token-format.md). */
+static const char base_token_v2[] =
+        "{\"type\":\"tpmguard\",\"keyslots\":[\"1\"],\"version\":2,"
+        "\"blob\":\"" BLOB_B64 "\","
+        "\"pcr_bank\":\"sha256\",\"pcrs\":[7],"
+        "\"policy_hash\":\"" POLICY_HEX "\","
+        "\"pin\":true,"
+        "\"pin_kdf\":{\"type\":\"argon2id\",\"time\":3,\"memory\":65536,\"parallel\":1,\"salt\":\"" SALT_B64 "\"},"
+        "\"parent_name\":\"" PARENT_HEX "\","
+        "\"ek_signing_key_name\":\"" EKSK_HEX "\"}";
+
 static char last_message[2048];
 
 static void capture_sink(int level, const char *message, void *userdata) {
@@ -257,7 +268,7 @@ static void test_reject_fields(void **state) {
         expect_reject("type", "1", "type", "string");
         expect_reject("type", NULL, "type", "missing");
 
-        expect_reject("version", "2", "version", "newer tpmguard");
+        expect_reject("version", "3", "version", "newer tpmguard");
         expect_reject("version", "0", "version", NULL);
         expect_reject("version", "-1", "version", NULL);
         expect_reject("version", "\"1\"", "version", "integer");
@@ -528,6 +539,67 @@ static void test_reject_document(void **state) {
         assert_int_equal(tg_token_from_json(arr, &t), -TG_ERR_TOKEN);
 }
 
+static void expect_reject_v2(const char *path, const char *value, const char *field, const char *needle) {
+        _cleanup_(json_object_putp) json_object *o = json_tokener_parse(base_token_v2);
+        char what[256];
+
+        assert_non_null(o);
+        json_set_path(o, path, value);
+        snprintf(what, sizeof what, "format 2: %s = %.100s", path, value ? value : "(deleted)");
+        expect_reject_string(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE),
+                             field, needle, what);
+}
+
+static void test_format2(void **state) {
+        _cleanup_free_ char *out = NULL;
+        tg_token t, t2;
+
+        assert_int_equal(tg_token_from_string(base_token_v2, &t), 0);
+        assert_int_equal(t.version, 2);
+        assert_true(t.pin);
+        assert_int_equal(t.argon2.time_cost, 3);
+        assert_int_equal(t.argon2.memory_kib, 65536);
+        assert_int_equal(t.argon2.parallel, 1);
+        for (int i = 0; i < 32; i++)
+                assert_int_equal(t.pin_salt[i], i);
+        assert_false(tg_token_exposed_to_leaking_tpm(&t));
+        assert_int_equal(tg_token_to_string(&t, &out), 0);
+        assert_string_equal(out, base_token_v2);
+        assert_int_equal(tg_token_from_string(out, &t2), 0);
+        assert_tokens_equal(&t, &t2);
+        assert_memory_equal(&t.argon2, &t2.argon2, sizeof t.argon2);
+
+        /* Format 1 with a PIN is the exposed one; without a PIN format 2 does not exist. */
+        assert_int_equal(tg_token_from_string(base_token, &t2), 0);
+        assert_true(tg_token_exposed_to_leaking_tpm(&t2));
+
+        /* The bounds, each before any TPM command (parsing is all the plugin does before it). */
+        expect_reject_v2("pin_kdf.time", "0", "pin_kdf.time", "out of range [1, 64]");
+        expect_reject_v2("pin_kdf.time", "65", "pin_kdf.time", "out of range");
+        expect_reject_v2("pin_kdf.time", "4294967297", "pin_kdf.time", "out of range"); /* 2^32 + 1 must not wrap */
+        expect_reject_v2("pin_kdf.time", "\"3\"", "pin_kdf.time", "integer");
+        expect_reject_v2("pin_kdf.time", NULL, "pin_kdf.time", "missing");
+        expect_reject_v2("pin_kdf.memory", "32767", "pin_kdf.memory", "out of range [32768, 1048576]");
+        expect_reject_v2("pin_kdf.memory", "1048577", "pin_kdf.memory", "out of range");
+        expect_reject_v2("pin_kdf.memory", "-65536", "pin_kdf.memory", "out of range");
+        expect_reject_v2("pin_kdf.memory", NULL, "pin_kdf.memory", "missing");
+        expect_reject_v2("pin_kdf.parallel", "0", "pin_kdf.parallel", "out of range [1, 4]");
+        expect_reject_v2("pin_kdf.parallel", "5", "pin_kdf.parallel", "out of range");
+        expect_reject_v2("pin_kdf.parallel", NULL, "pin_kdf.parallel", "missing");
+        expect_reject_v2("pin_kdf.salt", "\"AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHg==\"", "pin_kdf.salt", "31 bytes");
+        expect_reject_v2("pin_kdf.salt", "\"AAECAwQ=\"", "pin_kdf.salt", "5 bytes");
+        expect_reject_v2("pin_kdf.salt", NULL, "pin_kdf.salt", "missing");
+        expect_reject_v2("pin_kdf.type", "\"pbkdf2-sha256\"", "pin_kdf.type", "format 2 supports only \"argon2id\"");
+        expect_reject_v2("pin_kdf.type", "\"argon2i\"", "pin_kdf.type", "unknown KDF");
+        expect_reject_v2("pin", "false", "pin", "exists only for PIN tokens");
+        /* The writer refuses what the reader would. */
+        t2 = t;
+        t2.argon2.memory_kib = 1024;
+        free(TAKE_PTR(out));
+        assert_int_equal(tg_token_to_string(&t2, &out), -TG_ERR_TOKEN);
+        assert_null(out);
+}
+
 static char dump_text[2048];
 
 static void dump_collect(const char *line, void *userdata) {
@@ -547,7 +619,7 @@ static void test_dump(void **state) {
         assert_int_equal(lines, 5);
         assert_non_null(strstr(dump_text, "format: 1\n"));
         assert_non_null(strstr(dump_text, "sha256:7\n"));
-        assert_non_null(strstr(dump_text, "yes (pbkdf2-sha256, 100000 iterations)"));
+        assert_non_null(strstr(dump_text, "yes (pbkdf2-sha256, 100000 iterations; format 1: a leaking TPM"));
         assert_non_null(strstr(dump_text, PARENT_HEX "\n"));
         assert_non_null(strstr(dump_text, EKSK_HEX " (informational"));
         assert_null(strstr(dump_text, BLOB_B64));
@@ -576,6 +648,7 @@ int main(void) {
                 cmocka_unit_test(test_pin_false),
                 cmocka_unit_test(test_reject_document),
                 cmocka_unit_test(test_dump),
+                cmocka_unit_test(test_format2),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }
