@@ -35,7 +35,8 @@
  *     "parent_name": hex(34 bytes), "ek_signing_key_name": hex(34 bytes)
  *   }
  *
- * Format 2 (a PIN token; written by every seal with a PIN since issue 31):
+ * Format 2 (a PIN token; written by every seal with a PIN since December 2026;
+ * docs/token-format.md, "The PIN in format 2"):
  * "version": 2, "pin": true and
  *     "pin_kdf": { "type": "argon2id", "time": 3, "memory": 65536 (KiB), "parallel": 1, "salt": base64(32 bytes) }
  * and the TPM holds the keyslot passphrase masked with a key of the PIN's
