@@ -138,10 +138,11 @@ int tg_change_pin(const tg_config *config, const char *device, int token,
         if (tg_token_exposed_to_leaking_tpm(&lc.token) && new_pin) {
                 /*
                  * Format 1 → 2 (docs/token-format.md): the old secret was sealed unmasked, and every
-                 * LUKS header backup still holds that blob, which a TPM that leaks gives up without the
+                 * copy of the token still holds that blob, which a TPM that leaks gives up without the
                  * PIN. Masking the same secret would leave those copies as good as ever: the upgrade
                  * moves to a new secret in a new keyslot (rotate's crash-safe keyslot change), and the
-                 * old keyslot, which the old blob opens, is destroyed.
+                 * old keyslot, which the old blob opens, is destroyed. (A full header backup made
+                 * before keeps that keyslot and the volume key: docs/security.md says what to do.)
                  */
                 log_info("Token %d is format 1: moving it to a new secret in a new keyslot (format 2).", lc.token_id);
                 return move_to_new_keyslot(&lc, "rotate", secret, &params, true, ret ? ret : &(tg_lifecycle_result) {});

@@ -77,6 +77,9 @@ static int argon2_allocate(uint8_t **memory, size_t size) {
         if (p == MAP_FAILED)
                 return ARGON2_MEMORY_ALLOCATION_ERROR;
         (void) madvise(p, size, MADV_DONTDUMP);
+        /* Best effort: Argon2id's first blocks allow a cheap PIN test, so keep them out of swap too
+         * (root, as cryptsetup and tpmguard run, may lock this much; anyone else may not). */
+        (void) mlock(p, size);
         *memory = p;
         return ARGON2_OK;
 }

@@ -568,7 +568,9 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
                 /* unseal_object() retried it TG_PCR_RACE_TRIES times: a race, whatever the PCRs hold. */
                 return log_error_rc(-TG_ERR_TPM,
                                     "Another process extended PCRs during each of %u unseal attempts (a race, not a "
-                                    "changed boot chain; no PIN try was spent). Try again in a moment.",
+                                    "changed boot chain). Try again in a moment. If it repeats, an interposer on "
+                                    "the TPM bus may be forging it: 'tpmguard status' shows whether the TPM's "
+                                    "dictionary-attack counter moved (a real race spends no PIN try).",
                                     TG_PCR_RACE_TRIES);
         if (base == TPM2_RC_POLICY_FAIL) {
                 tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);

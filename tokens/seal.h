@@ -14,9 +14,12 @@
 /*
  * How many times an Unseal answered TPM_RC_PCR_CHANGED (a PCR extended by another process
  * between PolicyPCR and the Unseal) runs the policy again before giving up as a race
- * (-TG_ERR_TPM, never a PCR mismatch). Each retry costs no dictionary-attack try.
+ * (-TG_ERR_TPM, never a PCR mismatch). A genuine race costs no dictionary-attack try (the
+ * TPM checks the PCRs before the authValue). But an error response carries no HMAC: an
+ * interposer can answer a wrong PIN's TPM_RC_AUTH_FAIL with TPM_RC_PCR_CHANGED and have each
+ * retry spend a real try, so the retries are few (a race lasts one extend; the tries are not).
  */
-#define TG_PCR_RACE_TRIES 10
+#define TG_PCR_RACE_TRIES 3
 
 /* PCR values for a policy: either read from the TPM or given by the user. */
 typedef struct tg_pcr_values {

@@ -41,9 +41,11 @@
  *     "pin_kdf": { "type": "argon2id", "time": 3, "memory": 65536 (KiB), "parallel": 1, "salt": base64(32 bytes) }
  * and the TPM holds the keyslot passphrase masked with a key of the PIN's
  * Argon2id (tokens/pin.h). The parser bounds the Argon2id parameters
- * (TG_ARGON2_*), so an edited token cannot make the unlock allocate a GiB
- * or spin for minutes, nor weaken the search an attacker with the TPM's
- * data has to run, below the floor. No-PIN tokens stay format 1.
+ * (TG_ARGON2_*), so an edited token cannot make the unlock allocate more
+ * than 1 GiB or run more than 64 passes (at the ceiling a minute or more
+ * per try on a slow machine: availability only, as any edit that breaks the
+ * unlock), nor weaken the search an attacker with the TPM's data has to
+ * run, below the floor. No-PIN tokens stay format 1.
  */
 
 #define TG_TOKEN_TYPE "tpmguard"

@@ -72,7 +72,9 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                                     "PIN could unlock. Use the recovery passphrase, then run 'tpmguard doctor'.");
         if (tg_vcache_da_load(config, &da) < 0 || da.max_failures == 0 ||
             tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0) {
-                if (tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0)
+                /* Over the verified session: a forged "in lockout" would send the user to the recovery
+                 * passphrase with a message that looks legitimate. */
+                if (tg_da_read(tg_vtpm_esys(v), tg_vtpm_audit_session(v), &da) >= 0 && da.max_failures > 0)
                         (void) tg_vcache_da_store(config, &da);
                 else
                         da.max_failures = 0;
