@@ -92,7 +92,8 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                 tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
                 return log_error_rc(-TG_ERR_PCR_MISMATCH,
                                     "Not asking for the PIN: the %s values of PCR %s no longer match the token's "
-                                    "sealed policy, so no PIN can unlock it (firmware, boot loader or Secure Boot "
+                                    "sealed policy (a PCR mismatch), so no PIN can unlock it (firmware, boot loader "
+                                    "or Secure Boot "
                                     "settings changed?). Unlock with the recovery passphrase, then run "
                                     "'tpmguard reseal %s' (it asks for that passphrase).",
                                     tg_pcr_bank_to_string(token->pcr_bank), pcrs, device ?: "DEVICE");
