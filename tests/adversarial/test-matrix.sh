@@ -458,6 +458,14 @@ expect_of() {
         # its rows are n/a): the cold unlock works like verify.
         verify/tamper-readpublic-name|unlock-plugin-cold/tamper-readpublic-name) echo ok; return ;;
         unlock-cryptsetup-cold/tamper-readpublic-name) echo ok; return ;;
+        # cryptsetup's warm unlock now reads one public area: the call without a
+        # PIN verifies first (is there a PIN that can work? docs/design.md §2.4),
+        # and its cached-key proof is an audited ReadPublic of the NULL key. A
+        # tampered response fails that proof's audit HMAC, and verification falls
+        # back to a full one, which certifies the genuine key over a fresh nonce;
+        # the unlock then works over it and leaks nothing (the token-open rows,
+        # which pass the PIN at once, read no public area: n/a).
+        unlock-cryptsetup-warm/tamper-readpublic-name) echo ok; return ;;
         # The injected unseal (issue 14 §3): the victim's unlock is not
         # touched, so it works either way. Without a PIN the interposer's own
         # policy session satisfies the policy and reads the secret; with one
