@@ -664,7 +664,9 @@ static void check_tpm_memory(doctor *d, tg_tpm *tpm) {
                         sessions = p->value;
         }
         if (Esys_GetCapability(tpm->esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_HANDLES,
-                               TPM2_TRANSIENT_FIRST, TPM2_MAX_CAP_HANDLES, &more, &handles) == TSS2_RC_SUCCESS &&
+                               /* tss2's TPM2_TRANSIENT_FIRST shifts a signed int into its sign bit. */
+                               (TPM2_HANDLE) TPM2_HT_TRANSIENT << TPM2_HR_SHIFT, TPM2_MAX_CAP_HANDLES, &more,
+                               &handles) == TSS2_RC_SUCCESS &&
             handles->capability == TPM2_CAP_HANDLES)
                 loaded = handles->data.handles.count;
         if (objects != 0 && sessions != 0)
