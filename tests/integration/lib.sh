@@ -372,3 +372,27 @@ da_counter() {
         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_getcap properties-variable |
                 awk '/TPM2_PT_LOCKOUT_COUNTER/ {print $2}'
 }
+
+# pty_open TRIES PIN...: cryptsetup on a terminal (tests/integration/pty-answer
+# types each PIN at its prompt); sets PROMPTS and RC, the terminal output is in
+# $WORK/tty.log. tty_has / tty_lacks TEXT check that output.
+PTY_ANSWER="$TPMGUARD_SRC/tests/integration/pty-answer"
+pty_open() {
+        local tries=$1 line
+        shift
+        RC=0
+        line=$(with_plugin "$PTY_ANSWER" --prompt 'Enter token( [0-9]+)? PIN: ' --log "$WORK/tty.log" "$@" -- \
+                cryptsetup open --test-passphrase --token-only --token-type tpmguard --tries "$tries" \
+                "$WORK/disk.img") || RC=$?
+        # shellcheck disable=SC2034 # read by the test scripts that source this file
+        PROMPTS=$(printf '%s\n' "$line" | sed -n 's/^prompts=\([0-9]*\) .*/\1/p')
+        echo "# cryptsetup --tries $tries: exit $RC, $line" >&2
+}
+
+tty_has() {
+        grep -q -- "$1" "$WORK/tty.log" || { echo "# terminal output lacks \"$1\":" >&2; sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
+}
+
+tty_lacks() {
+        ! grep -q -- "$1" "$WORK/tty.log" || { echo "# terminal output has \"$1\":" >&2; sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
+}

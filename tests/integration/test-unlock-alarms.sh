@@ -20,27 +20,6 @@
 require_tools swtpm swtpm_setup tpm2_getcap tpm2_pcrread cryptsetup unshare python3
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
 require_interposer
-PTY_ANSWER="$TPMGUARD_SRC/tests/integration/pty-answer"
-
-# pty_open TRIES PIN...: cryptsetup on a terminal; sets PROMPTS and RC, the
-# terminal output is in $WORK/tty.log.
-pty_open() {
-        local tries=$1 line
-        shift
-        RC=0
-        line=$(with_plugin "$PTY_ANSWER" --prompt 'Enter token( [0-9]+)? PIN: ' --log "$WORK/tty.log" "$@" -- \
-                cryptsetup open --test-passphrase --token-only --token-type tpmguard --tries "$tries" \
-                "$WORK/disk.img") || RC=$?
-        PROMPTS=$(printf '%s\n' "$line" | sed -n 's/^prompts=\([0-9]*\) .*/\1/p')
-        echo "# cryptsetup --tries $tries: exit $RC, $line" >&2
-}
-
-tty_has() {
-        grep -q -- "$1" "$WORK/tty.log" || { echo "# terminal output lacks \"$1\":" >&2; sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
-}
-tty_lacks() {
-        ! grep -q -- "$1" "$WORK/tty.log" || { echo "# terminal output has \"$1\":" >&2; sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
-}
 
 # attacked ATTACK: the interposer's findings record that attack.
 attacked() {
