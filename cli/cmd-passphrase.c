@@ -25,7 +25,6 @@ static int passphrase_auth_from_cli(const cli *c, const char *prompt, tg_passphr
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         _cleanup_secret_ tg_secret *pin = NULL, *passphrase = NULL;
         bool has_token = false;
-        tg_token t;
         int r;
 
         *auth = (tg_passphrase_auth) { .token = c->token, .pbkdf_time_ms = c->iter_time };
@@ -43,11 +42,7 @@ static int passphrase_auth_from_cli(const cli *c, const char *prompt, tg_passphr
                 for (int id = 0; id < tg_luks_tokens_max() && !has_token; id++)
                         has_token = tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE);
                 if (has_token || c->token != CRYPT_ANY_TOKEN) {
-                        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
-                        if (r < 0)
-                                return r;
-                        r = cli_read_current_pin(c, &t, &pin);
-                        explicit_bzero(&t, sizeof t);
+                        r = cli_read_token_pin(c, &pin);
                         if (r < 0)
                                 return r;
                 } else {

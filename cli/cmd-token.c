@@ -303,23 +303,6 @@ int cmd_seal(const cli *c, tg_config *config) {
         return 0;
 }
 
-/* The token's current PIN when it has one (change-pin and rotate unseal with it). */
-static int token_current_pin(const cli *c, tg_secret **ret_pin) {
-        _cleanup_secret_ tg_secret *pin = NULL;
-        tg_token t;
-        int r;
-
-        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
-        if (r < 0)
-                return r;
-        r = cli_read_current_pin(c, &t, &pin);
-        explicit_bzero(&t, sizeof t);
-        if (r < 0)
-                return r;
-        *ret_pin = TAKE_PTR(pin);
-        return 0;
-}
-
 /* Ends a result line with the policy the token is now sealed to, read back from the header. */
 static void print_sealed_policy(const cli *c, int token) {
         char policy[128];
@@ -339,7 +322,7 @@ int cmd_change_pin(const cli *c, tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
-        r = token_current_pin(c, &pin);
+        r = cli_read_token_pin(c, &pin);
         if (r < 0)
                 return r;
         r = read_new_pin(config, c->new_pin_file, &new_pin);
@@ -358,7 +341,7 @@ int cmd_rotate(const cli *c, tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
-        r = token_current_pin(c, &pin);
+        r = cli_read_token_pin(c, &pin);
         if (r < 0)
                 return r;
         r = tg_rotate(config, c->args[0], c->token, pin, &res);

@@ -3,6 +3,7 @@
 #include "cmdline.h"
 #include "error.h"
 #include "json-util.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "prompt.h"
 
@@ -35,4 +36,20 @@ int cli_read_current_pin(const cli *c, const tg_token *t, tg_secret **ret) {
                 return 0;
         r = tg_pin_read(c->pin_file, "Current TPM PIN: ", false, ret);
         return r < 0 ? log_error_rc(r, "The token needs its current PIN (terminal, or --pin-file F).") : 0;
+}
+
+int cli_read_token_pin(const cli *c, tg_secret **ret_pin) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        tg_token t;
+        int r;
+
+        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+        if (r < 0)
+                return r;
+        r = cli_read_current_pin(c, &t, &pin);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        *ret_pin = TAKE_PTR(pin);
+        return 0;
 }

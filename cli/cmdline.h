@@ -58,6 +58,8 @@ int cli_read_optional_secret(const char *file, const char *prompt, tg_secret **r
 
 /* The current PIN of the token, read only when the token has one. */
 int cli_read_current_pin(const cli *c, const tg_token *t, tg_secret **ret);
+/* The same for the token the command names (c->args[0], c->token), peeked without changing anything. */
+int cli_read_token_pin(const cli *c, tg_secret **ret_pin);
 
 /*
  * Prints a command's own --json object (tg_json_print) and remembers it:
