@@ -43,6 +43,29 @@ static int read_lockout_auth(const cli *c, tg_secret **ret) {
         return tg_lockout_auth_from_text(text, ret);
 }
 
+/*
+ * What lockout setup and lockout-reset start with: the endorsement password (when a file names
+ * one) for the verification, the lockout password, and the verified TPM.
+ */
+static int lockout_begin(const cli *c, tg_config *config, tg_secret **ret_lauth, tg_verified_tpm **ret_v) {
+        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        int r;
+
+        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        r = read_lockout_auth(c, &lauth);
+        if (r < 0)
+                return r;
+        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = eauth }, NULL, &v);
+        if (r < 0)
+                return r;
+        *ret_lauth = TAKE_PTR(lauth);
+        *ret_v = TAKE_PTR(v);
+        return 0;
+}
+
 static const char *lockout_ownership_string(tg_lockout_ownership o) {
         switch (o) {
         case TG_LOCKOUT_TAKEN: return "taken";
@@ -250,7 +273,7 @@ int cmd_provision(const cli *c, tg_config *config) {
 
 /* tpmguard lockout setup|export */
 int cmd_lockout(const cli *c, tg_config *config) {
-        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
+        _cleanup_secret_ tg_secret *lauth = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         tg_lockout_result res;
         int r;
@@ -278,13 +301,7 @@ int cmd_lockout(const cli *c, tg_config *config) {
                 return 0;
         }
 
-        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
-        if (r < 0)
-                return r;
-        r = read_lockout_auth(c, &lauth);
-        if (r < 0)
-                return r;
-        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = eauth }, NULL, &v);
+        r = lockout_begin(c, config, &lauth, &v);
         if (r < 0)
                 return r;
         r = tg_lockout_setup(v, config, config->state_dir, lauth, &res);
@@ -302,18 +319,12 @@ int cmd_lockout(const cli *c, tg_config *config) {
 }
 
 int cmd_lockout_reset(const cli *c, tg_config *config) {
-        _cleanup_secret_ tg_secret *eauth = NULL, *lauth = NULL;
+        _cleanup_secret_ tg_secret *lauth = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         tg_da_state st;
         int r;
 
-        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
-        if (r < 0)
-                return r;
-        r = read_lockout_auth(c, &lauth);
-        if (r < 0)
-                return r;
-        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = eauth }, NULL, &v);
+        r = lockout_begin(c, config, &lauth, &v);
         if (r < 0)
                 return r;
         r = tg_lockout_reset(v, config->state_dir, lauth, &st);
