@@ -49,6 +49,14 @@ typedef struct cli {
         bool accept_token_policy;
         bool allow_unextended;
         bool keep_old;
+        const char *event_log;          /* pcrs: the TCG event log to read instead of the kernel's */
+        bool predict;                   /* pcrs: PCR 7 of the next boot */
+        const char *db_file;            /* pcrs --predict: update files of db, dbx, KEK */
+        const char *dbx_file;
+        const char *kek_file;
+        const char *authority_file;     /* pcrs --predict: the boot chain's new signing certificate (DER) */
+        bool replace_variables;         /* pcrs --predict: update files replace the variable, not append */
+        const char *efivars_dir;        /* pcrs --predict: where the variables' current values are */
         char **args;
         int n_args;
 } cli;

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cmd-passphrase.h"
+#include "cmd-pcrs.h"
 #include "cmd-report.h"
 #include "cmd-token.h"
 #include "cmd-tpm.h"
@@ -40,6 +41,7 @@ enum {
         OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
         OPT_KEEP_OLD, OPT_OLD_PIN_FILE,
         OPT_TOFU, OPT_LOCKOUT_AUTH_COPY,
+        OPT_EVENT_LOG, OPT_PREDICT, OPT_DB, OPT_DBX, OPT_KEK, OPT_AUTHORITY, OPT_REPLACE_VARIABLES, OPT_EFIVARS,
         _OPT_MAX,
 };
 
@@ -116,6 +118,18 @@ static const struct option_doc {
                                    "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)", FLAG(trust_on_first_use) },
         [OPT_LOCKOUT_AUTH_COPY] = { "lockout-auth-copy", "F", "Also write a new lockout password to F (new file, 0600)",
                                     STRING(lockout_auth_copy) },
+        [OPT_EVENT_LOG]        = { "event-log", "FILE", "TCG event log (default " "/sys/kernel/security/tpm0/binary_bios_measurements)",
+                                   STRING(event_log) },
+        [OPT_PREDICT]          = { "predict", NULL, "Print PCR 7 of the next boot as --pcr 7=BANK:HEX", FLAG(predict) },
+        [OPT_DB]               = { "db", "FILE", "--predict with this db update (.esl or .auth)", STRING(db_file) },
+        [OPT_DBX]              = { "dbx", "FILE", "--predict with this dbx update (.esl or .auth)", STRING(dbx_file) },
+        [OPT_KEK]              = { "kek", "FILE", "--predict with this KEK update (.esl or .auth)", STRING(kek_file) },
+        [OPT_AUTHORITY]        = { "authority", "CERT", "--predict a boot chain signed by this db certificate (DER)",
+                                   STRING(authority_file) },
+        [OPT_REPLACE_VARIABLES] = { "replace-variables", NULL, "Update files replace the variable (default: appended)",
+                                    FLAG(replace_variables) },
+        [OPT_EFIVARS]          = { "efivars", "DIR", "The variables' current values (default /sys/firmware/efi/efivars)",
+                                   STRING(efivars_dir) },
 };
 
 /* Options every command takes. */
@@ -279,6 +293,9 @@ static const cli_command commands[] = {
         { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), CMD_CONFIG, cmd_remove },
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), CMD_CONFIG, cmd_status },
+        { "pcrs", "", "Replay the firmware's event log against the verified PCRs; --predict PCR 7 of the next boot",
+          O(EVENT_LOG) | O(PREDICT) | O(DB) | O(DBX) | O(KEK) | O(AUTHORITY) | O(REPLACE_VARIABLES) | O(EFIVARS) |
+          O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_pcrs },
         { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, CMD_CONFIG, cmd_cleanup },
         { "migrate", "DEV", "Replace a systemd-tpm2 or clevis token by a tpmguard one (recovery passphrase authorizes)",
           OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(TOKEN) | O(KEEP_OLD) | O(OLD_PIN_FILE), CMD_CONFIG, cmd_migrate },

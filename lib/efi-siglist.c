@@ -198,8 +198,7 @@ bool tg_esl_find_x509(const uint8_t *lists, size_t size, const uint8_t *der, siz
 
 DEFINE_TRIVIAL_CLEANUP_FUNC(X509 *, X509_free);
 
-/* The certificate's subject, one line (RFC 2253), or NULL when OpenSSL cannot parse it. */
-static char *x509_subject(const uint8_t *der, size_t size) {
+char *tg_x509_der_subject(const uint8_t *der, size_t size) {
         _cleanup_(X509_freep) X509 *x = NULL;
         const unsigned char *p = der;
         BIO *bio;
@@ -237,7 +236,7 @@ int tg_esl_summary(const uint8_t *data, size_t size, json_object **ret) {
                 return r;
         for (size_t i = 0; i < n; i++) {
                 if (tg_efi_guid_equal(&entries[i].type, &tg_efi_cert_x509_guid)) {
-                        _cleanup_free_ char *subject = x509_subject(entries[i].signature + 16,
+                        _cleanup_free_ char *subject = tg_x509_der_subject(entries[i].signature + 16,
                                                                    entries[i].signature_size - 16);
                         json_object *c = json_object_new_object();
                         char g[TG_EFI_GUID_STRING_MAX];

@@ -53,6 +53,9 @@ int tg_esl_append(const uint8_t *old, size_t old_size, const uint8_t *add, size_
 /* Whether a certificate (DER) is an X.509 entry of the lists; its owner GUID in ret_owner. */
 bool tg_esl_find_x509(const uint8_t *lists, size_t size, const uint8_t *der, size_t der_size, tg_efi_guid *ret_owner);
 
+/* The subject of a DER certificate (RFC 2253, one line, sanitized), NULL when it is none. Malloc'ed. */
+char *tg_x509_der_subject(const uint8_t *der, size_t size);
+
 /*
  * What the lists hold, for people: {"entries": N, "x509": [{"subject", "owner"}...],
  * "sha256": N, "other": N}; subjects through OpenSSL, sanitized.
