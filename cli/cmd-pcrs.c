@@ -260,7 +260,8 @@ static int read_update(const char *path, const char *variable, bool append, uint
 }
 
 static int predict(const cli *c, const tg_eventlog *log, const tg_pcr_replay *rp) {
-        _cleanup_free_ uint8_t *files[3] = {}, *authority = NULL;
+        _cleanup_free_ uint8_t *kek = NULL, *db = NULL, *dbx = NULL, *authority = NULL;
+        uint8_t **files[3] = { &kek, &db, &dbx };
         _cleanup_json_ json_object *changes = NULL;
         _cleanup_free_ char *value = NULL, *current = NULL;
         const char *paths[3] = { c->kek_file, c->db_file, c->dbx_file }, *names[3] = { "KEK", "db", "dbx" };
@@ -271,7 +272,7 @@ static int predict(const cli *c, const tg_eventlog *log, const tg_pcr_replay *rp
 
         for (unsigned i = 0; i < 3; i++)
                 if (paths[i]) {
-                        r = read_update(paths[i], names[i], !c->replace_variables, &files[i], &o.updates[o.n_updates]);
+                        r = read_update(paths[i], names[i], !c->replace_variables, files[i], &o.updates[o.n_updates]);
                         if (r < 0)
                                 return r;
                         o.n_updates++;
