@@ -176,6 +176,31 @@ static void test_agile_replays(void **state) {
         free(b.p);
 }
 
+/* An unknown event type is kept raw and replayed, not refused; data edited behind its digest is told. */
+static void test_unknown_type_and_edited_data(void **state) {
+        _cleanup_eventlog_ tg_eventlog *log = NULL;
+        _cleanup_free_ char *text = NULL;
+        uint8_t values[TG_EVENTLOG_PCRS][TG_EVENTLOG_MAX_DIGEST], want[32] = {};
+        uint32_t mask;
+        buf b = {};
+
+        (void) state;
+        header(&b);
+        event2(&b, 2, 0x1234abcd, "vendor", 6);
+        event2(&b, 7, TG_EV_EFI_ACTION, "hello", 5);
+        b.p[b.n - 1] = 'O'; /* "hellO": the digest is still of "hello" */
+        assert_int_equal(parse(&b, &log), 0);
+        assert_null(tg_event_type_to_string(log->events[0].type));
+        assert_int_equal(tg_event_describe(&log->events[0], &text), 0);
+        assert_string_equal(text, "6 bytes");
+        assert_int_equal(tg_eventlog_replay(log, 0x000b, NULL, values, &mask), 0);
+        extend(EVP_sha256(), want, 32, "vendor", 6);
+        assert_memory_equal(values[2], want, 32);
+        assert_int_equal(tg_event_data_matches(log, &log->events[1]), 0);
+        assert_int_equal(tg_event_data_matches(log, &log->events[0]), -1);
+        free(b.p);
+}
+
 /* A log without the SpecID event is a SHA-1-only TCG_PCR_EVENT log. */
 static void test_legacy(void **state) {
         _cleanup_eventlog_ tg_eventlog *log = NULL;
@@ -513,6 +538,7 @@ int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_agile_replays),
                 cmocka_unit_test(test_legacy),
+                cmocka_unit_test(test_unknown_type_and_edited_data),
                 cmocka_unit_test(test_event_size),
                 cmocka_unit_test(test_digest_list),
                 cmocka_unit_test(test_spec_id_table),
