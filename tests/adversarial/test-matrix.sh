@@ -113,6 +113,12 @@ op migrate                enrolled cold certify create pcrread readpublic load u
 # verification in front of the unseal is the PIN token's, so it meets the
 # "all" modes and the injected unseal only.
 op unlock-plugin-no-pin   enrolled cold inject
+# tpmguard pcrs (issue 30): a firmware event log whose events are extended
+# into the TPM before the proxy starts; the replay is compared with PCR
+# values read over the verified session, so a tampered PCR_Read, or any
+# attack on the verification, fails closed (exit 3) instead of vouching for
+# the log.
+op pcrs                   enrolled cold certify pcrread
 
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
@@ -303,6 +309,22 @@ before_lockout-setup() {
 }
 run_lockout-setup() { expect_exit 0 "$TPMGUARD" lockout setup && test -s "$WORK/state/lockout-auth"; }
 run_lockout-reset() { expect_exit 0 "$TPMGUARD" lockout-reset; }
+before_pcrs() {
+        local make="$TPMGUARD_SRC/tests/fixture/make-eventlog" owner=77777777-1111-2222-3333-444444444444 sb=$WORK/sb
+        local pcr sha1 sha256
+        mkdir -p "$sb"
+        "$make" certs "$sb" && "$make" esl-x509 "$owner" "$sb/pk.der" >"$sb/pk.esl" &&
+                "$make" esl-x509 "$owner" "$sb/kek.der" >"$sb/kek.esl" &&
+                "$make" esl-x509 "$owner" "$sb/db.der" >"$sb/db.esl" &&
+                "$make" esl-sha256 "$owner" 20 dbx >"$sb/dbx.esl" &&
+                "$make" log --pk "$sb/pk.esl" --kek "$sb/kek.esl" --db "$sb/db.esl" --dbx "$sb/dbx.esl" \
+                        --authority "$sb/db.der" --authority-owner "$owner" \
+                        --out "$WORK/eventlog" --extends "$WORK/eventlog.extends" || return 1
+        while read -r pcr sha1 sha256; do
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "$pcr:sha1=$sha1,sha256=$sha256" || return 1
+        done <"$WORK/eventlog.extends"
+}
+run_pcrs() { expect_exit 0 "$TPMGUARD" pcrs --event-log "$WORK/eventlog"; }
 before_unlock-plugin-no-pin() {
         "$TPMGUARD" enroll --no-pin --pcrs 7 --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" >/dev/null 2>&1 ||
                 { echo "# enrolling the no-PIN token failed" >&2; return 1; }
