@@ -230,7 +230,8 @@ static void report_print(const char *path, const tg_eventlog *log, const tg_pcr_
                         else
                                 printf("%" PRIu64 " bytes", (uint64_t) json_object_get_uint64(json_object_object_get(v, "bytes")));
                         if (!json_object_get_boolean(json_object_object_get(v, "data_matches_digest")))
-                                printf(" (the event's data does not hash to its digest: not what was measured)");
+                                printf(" (its digest is not the hash of this data: the firmware hashed something else, or the log was "
+                                       "edited; not used for a prediction)");
                         printf("\n");
                 }
         }
