@@ -96,7 +96,7 @@ static bool u64(cursor *c, uint64_t *ret) {
 static uint16_t known_digest_size(uint16_t alg) {
         switch (alg) {
         case ALG_SHA1: return 20;
-        case ALG_SHA256: return 32;
+        case ALG_SHA256:
         case ALG_SM3: return 32;
         case ALG_SHA384: return 48;
         case ALG_SHA512: return 64;
