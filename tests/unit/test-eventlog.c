@@ -3,7 +3,8 @@
  * The TCG event log parser (lib/eventlog.c) and the EFI signature lists
  * (lib/efi-siglist.c) on hand-built logs: a well-formed crypto-agile and a
  * legacy log replay to values computed here independently, and every bounds
- * check has a case that only it refuses.
+ * check has a case that only it refuses. Then PCR 7's prediction
+ * (lifecycle/pcr-predict.c) refusing what it cannot predict.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,7 @@
 #include "error.h"
 #include "eventlog.h"
 #include "log.h"
+#include "pcr-predict.h"
 
 /* ---- a log builder ---- */
 
@@ -534,6 +536,102 @@ static void test_auth_file(void **state) {
         free(b.p);
 }
 
+/* ---- the prediction's refusals ---- */
+
+/* A log with PCR 7's dbx (one SHA-256 entry of 0x50 bytes) and db authorities, and the replay of it a
+ * verified read would give. */
+static void predict_log(buf *b, tg_eventlog **ret_log, tg_pcr_replay *ret_replay, unsigned db_authorities) {
+        static const uint8_t sig[48] = { 0x11 };
+        _cleanup_free_ uint8_t *v = NULL;
+        tg_pcr_replay rp = { .policy_bank = 0x000b, .n_banks = 1, .n_compared = 1, .verified = true };
+        buf dbx = {};
+        size_t n;
+
+        header(b);
+        esl(&dbx, &tg_efi_cert_sha256_guid, 48, 1, 0x50);
+        assert_int_equal(tg_efi_variable_build(&tg_efi_image_security_database_guid, "dbx", dbx.p, dbx.n, &v, &n), 0);
+        event2(b, 7, TG_EV_EFI_VARIABLE_DRIVER_CONFIG, v, n);
+        event2(b, 7, TG_EV_SEPARATOR, &separator, 4);
+        free(v);
+        free(dbx.p);
+        v = NULL;
+        assert_int_equal(tg_efi_variable_build(&tg_efi_image_security_database_guid, "db", sig, sizeof sig, &v, &n), 0);
+        for (unsigned i = 0; i < db_authorities; i++)
+                event2(b, 7, TG_EV_EFI_VARIABLE_AUTHORITY, v, n);
+        assert_int_equal(parse(b, ret_log), 0);
+        rp.banks[0].alg = 0x000b;
+        rp.banks[0].size = 32;
+        rp.banks[0].replayed_ok = rp.banks[0].tpm_read = true;
+        assert_int_equal(tg_eventlog_replay(*ret_log, 0x000b, NULL, rp.banks[0].replayed, &rp.banks[0].log_mask), 0);
+        memcpy(rp.banks[0].tpm, rp.banks[0].replayed, sizeof rp.banks[0].tpm);
+        rp.banks[0].match_mask = UINT32_C(0xffffff);
+        *ret_replay = rp;
+}
+
+static void test_predict_refusals(void **state) {
+        _cleanup_eventlog_ tg_eventlog *log = NULL;
+        tg_pcr7_predict_options o = {};
+        tg_pcr7_prediction p;
+        tg_pcr_replay rp;
+        buf b = {}, add = {};
+
+        (void) state;
+        predict_log(&b, &log, &rp, 2);
+        esl(&add, &tg_efi_cert_sha256_guid, 48, 2, 0x30);
+        o.updates[0] = (tg_pcr7_update) { .variable = "dbx", .lists = add.p, .size = add.n, .append = true,
+                                          .source = "test" };
+        o.n_updates = 1;
+        /* Appending to dbx is predicted, and changes PCR 7. */
+        assert_int_equal(tg_pcr7_predict(log, &rp, &o, &p, NULL), 0);
+        assert_memory_not_equal(p.predicted, p.current, 32);
+        /* A log that did not replay predicts nothing. */
+        rp.verified = false;
+        assert_int_equal(tg_pcr7_predict(log, &rp, &o, &p, NULL), -TG_ERR_INTERPOSER);
+        rp.verified = true;
+        /* A variable the log never measured. */
+        o.updates[0].variable = "KEK";
+        assert_refused(tg_pcr7_predict(log, &rp, &o, &p, NULL), "no EV_EFI_VARIABLE_DRIVER_CONFIG event for KEK");
+        o.n_updates = 0;
+        /* A signer that is in no db (this log measured none). */
+        o.authority = (const uint8_t *) "der";
+        o.authority_size = 3;
+        assert_refused(tg_pcr7_predict(log, &rp, &o, &p, NULL), "not in db");
+        free(b.p);
+        free(add.p);
+}
+
+/* The dbx event's data edited behind its digest: shown, never predicted from. */
+static void test_predict_edited_event(void **state) {
+        _cleanup_eventlog_ tg_eventlog *log = NULL;
+        tg_pcr7_predict_options o = {};
+        tg_pcr7_prediction p;
+        tg_pcr_replay rp;
+        buf b = {}, add = {};
+        uint8_t *hit;
+
+        (void) state;
+        predict_log(&b, &log, &rp, 1);
+        tg_eventlog_free(log);
+        log = NULL;
+        {
+                /* The dbx entry: its owner GUID (16 bytes of 0x50), then its data (0x51). */
+                uint8_t owner[17];
+                memset(owner, 0x50, 16);
+                owner[16] = 0x51;
+                hit = memmem(b.p, b.n, owner, sizeof owner);
+                assert_non_null(hit);
+                hit[16] = 0x52;
+        }
+        assert_int_equal(parse(&b, &log), 0);
+        esl(&add, &tg_efi_cert_sha256_guid, 48, 1, 0x40);
+        o.updates[0] = (tg_pcr7_update) { .variable = "dbx", .lists = add.p, .size = add.n, .append = true,
+                                          .source = "test" };
+        o.n_updates = 1;
+        assert_refused(tg_pcr7_predict(log, &rp, &o, &p, NULL), "does not hash to its digest");
+        free(b.p);
+        free(add.p);
+}
+
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_agile_replays),
@@ -551,6 +649,8 @@ int main(void) {
                 cmocka_unit_test(test_esl_bounds),
                 cmocka_unit_test(test_esl_append),
                 cmocka_unit_test(test_auth_file),
+                cmocka_unit_test(test_predict_refusals),
+                cmocka_unit_test(test_predict_edited_event),
         };
 
         tg_log_set_sink(log_capture, NULL);
