@@ -187,6 +187,30 @@ predict_new_authority() {
         [ "$predicted" = "--pcr 7=sha256:$(pcr7)" ]
 }
 
+# A legacy SHA-1-only log: said to be one, compared on a TPM with SHA-1 PCRs, never predicted from
+# (tokens seal to SHA-256).
+test_case legacy_sha1_log
+legacy_sha1_log() {
+        setup
+        "$MAKE" log --legacy --pk "$WORK/sb/pk.esl" --kek "$WORK/sb/kek.esl" --db "$WORK/sb/db.esl" \
+                --dbx "$WORK/sb/dbx.esl" --out "$WORK/legacy" --extends "$WORK/legacy.extends"
+        # This TPM has no SHA-1 PCRs: nothing to compare with.
+        expect_exit 2 "$TPMGUARD" pcrs --event-log "$WORK/legacy"
+        expect_in "SHA-1-only log" "$ERR"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrallocate sha1:all+sha256:all >/dev/null
+        "$FIXTURE" reset "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        local pcr sha1 sha256
+        while read -r pcr sha1 sha256; do
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "$pcr:sha1=$sha1,sha256=$sha256"
+        done <"$WORK/legacy.extends"
+        expect_exit 0 "$TPMGUARD" pcrs --event-log "$WORK/legacy"
+        expect_in "SHA-1 only" "$OUT"
+        expect_in "PCR  7" "$OUT"
+        expect_exit 2 "$TPMGUARD" pcrs --event-log "$WORK/legacy" --predict --efivars "$WORK/efivars"
+        expect_in "no sha256 digests" "$ERR"
+}
+
 test_case options_need_predict
 options_need_predict() {
         setup
