@@ -549,10 +549,23 @@ const char *tg_event_type_to_string(uint32_t type) {
         return NULL;
 }
 
+/* Whether a string event is UTF-16LE (EV_S_CRTM_VERSION usually is): at least one character, every
+ * high byte zero. */
+static bool utf16(const uint8_t *p, size_t n) {
+        if (n < 2 || n % 2 != 0 || p[0] == 0)
+                return false;
+        for (size_t i = 1; i < n; i += 2)
+                if (p[i] != 0)
+                        return false;
+        return true;
+}
+
 /* Printable ASCII of a string event (EV_IPL, EV_EFI_ACTION, ...), stopping at its NUL, at most 200 characters. */
 static void append_string(FILE *f, const uint8_t *p, size_t n) {
+        size_t step = utf16(p, n) ? 2 : 1;
+
         fputc('"', f);
-        for (size_t i = 0; i < n && i < 200 && p[i]; i++)
+        for (size_t i = 0; i < n && i < 200 * step && p[i]; i += step)
                 fputc(p[i] >= 0x20 && p[i] < 0x7f && p[i] != '"' ? p[i] : '?', f);
         fputc('"', f);
 }

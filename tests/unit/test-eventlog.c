@@ -200,6 +200,15 @@ static void test_unknown_type_and_edited_data(void **state) {
         assert_memory_equal(values[2], want, 32);
         assert_int_equal(tg_event_data_matches(log, &log->events[1]), 0);
         assert_int_equal(tg_event_data_matches(log, &log->events[0]), -1);
+        {
+                /* A UTF-16 string (EV_S_CRTM_VERSION) reads as text. */
+                static const uint8_t version[] = { '1', 0, '.', 0, '0', 0, 0, 0 };
+                tg_event e = { .type = TG_EV_S_CRTM_VERSION, .data = version, .data_size = sizeof version };
+                free(text);
+                text = NULL;
+                assert_int_equal(tg_event_describe(&e, &text), 0);
+                assert_string_equal(text, "\"1.0\"");
+        }
         free(b.p);
 }
 
