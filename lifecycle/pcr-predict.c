@@ -238,6 +238,25 @@ int tg_pcr7_predict(const tg_eventlog *log, const tg_pcr_replay *replay, const t
                                &var);
                 if (r < 0)
                         return r;
+                /*
+                 * The firmware measures an authority once, before the first image it verified. If that
+                 * image was a driver (an option ROM), the same authority still verifies it at the next
+                 * boot and the new signer's entry comes in addition, later: a replacement would predict
+                 * a value no boot produces.
+                 */
+                for (size_t i = index + 1; i < log->n_events; i++) {
+                        uint32_t t = log->events[i].type;
+                        if (t != TG_EV_EFI_BOOT_SERVICES_APPLICATION && t != TG_EV_EFI_BOOT_SERVICES_DRIVER &&
+                            t != TG_EV_EFI_RUNTIME_SERVICES_DRIVER)
+                                continue;
+                        if (t != TG_EV_EFI_BOOT_SERVICES_APPLICATION)
+                                return log_error_rc(-TG_ERR_INVALID, "db's authority entry in the event log first "
+                                                    "verified a driver (an option ROM), which it will still verify "
+                                                    "at the next boot: a new boot chain signer is measured in "
+                                                    "addition, which cannot be predicted. 'tpmguard update prepare' "
+                                                    "without a prediction gives a grace instead.");
+                        break;
+                }
                 sig = malloc(16 + o->authority_size);
                 if (!sig)
                         return -TG_ERR_NOMEM;

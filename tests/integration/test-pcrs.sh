@@ -185,6 +185,11 @@ predict_new_authority() {
         predicted=$OUT
         reboot "$WORK/log2" --db "$WORK/db2023.esl" --authority "$WORK/sb/db2023.der"
         [ "$predicted" = "--pcr 7=sha256:$(pcr7)" ]
+        # The old authority also verified an option ROM: it stays, the new one comes in addition.
+        reboot "$WORK/log3" --option-rom yes
+        expect_exit 2 "$TPMGUARD" pcrs --event-log "$WORK/log3" --predict --db "$WORK/db2023.esl" \
+                --authority "$WORK/sb/db2023.der" --efivars "$WORK/efivars"
+        expect_in "first verified a driver" "$ERR"
 }
 
 # A legacy SHA-1-only log: said to be one, compared on a TPM with SHA-1 PCRs, never predicted from
