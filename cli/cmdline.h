@@ -49,6 +49,8 @@ typedef struct cli {
         bool accept_token_policy;
         bool allow_unextended;
         bool keep_old;
+        unsigned boots;                 /* update prepare --boots; 0: not given */
+        bool from_marker;               /* update finish --from-marker */
         char **args;
         int n_args;
 } cli;
