@@ -105,7 +105,8 @@ static int field_get(json_object *obj, const char *key, const char *field, json_
         return r == -TG_ERR_INVALID ? token_error(field, "%s", problem) : r;
 }
 
-static int hex_field(json_object *obj, const char *key, size_t size, bool required, uint8_t *buf, bool *ret_present) {
+static int hex_field_named(json_object *obj, const char *key, const char *field, size_t size, bool required, uint8_t *buf,
+                           bool *ret_present) {
         _cleanup_free_ uint8_t *bytes = NULL;
         char problem[TG_JSON_PROBLEM_MAX];
         size_t n = 0;
@@ -113,13 +114,17 @@ static int hex_field(json_object *obj, const char *key, size_t size, bool requir
 
         r = tg_json_get_hex(obj, key, size, size, required, &bytes, &n, problem, sizeof problem);
         if (r == -TG_ERR_INVALID)
-                return token_error(key, "%s", problem);
+                return token_error(field, "%s", problem);
         if (r < 0)
                 return r;
         *ret_present = bytes != NULL;
         if (bytes)
                 memcpy(buf, bytes, size);
         return 0;
+}
+
+static int hex_field(json_object *obj, const char *key, size_t size, bool required, uint8_t *buf, bool *ret_present) {
+        return hex_field_named(obj, key, key, size, required, buf, ret_present);
 }
 
 static int name_field(json_object *obj, const char *key, bool required, TPM2B_NAME *ret) {
@@ -410,7 +415,7 @@ static int alt_field(json_object *e, size_t i, const tg_token *t, tg_token_alt *
 
                 (void) snprintf(sub, sizeof sub, "%s.pcr_digest", field);
                 a.pcr_digest.size = 32;
-                r = hex_field(e, "pcr_digest", 32, true, a.pcr_digest.buffer, &present);
+                r = hex_field_named(e, "pcr_digest", sub, 32, true, a.pcr_digest.buffer, &present);
                 if (r < 0)
                         return r;
                 if (json_object_object_get_ex(e, "reset_count_max", NULL))
