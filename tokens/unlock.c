@@ -107,18 +107,23 @@ static bool uuid_ok(const char *uuid) {
 /*
  * After an unlock through an update seal: cache_dir/update-pending/<LUKS UUID>, which
  * tpmguard-update-finish.service waits for (ConditionDirectoryNotEmpty). It holds no secret,
- * only which seal opened the volume; its presence only makes the unit ask for the PIN and run
- * 'tpmguard update finish', which checks everything again. Best effort: the unlock succeeded.
+ * only which seal opened the volume and the device path of this boot; its presence only makes
+ * the unit ask for the PIN and run 'tpmguard update finish', which checks everything again.
+ * Best effort: the unlock succeeded.
  */
 static void update_marker_write(const tg_config *config, struct crypt_device *cd, tg_alt_kind kind) {
         _cleanup_free_ char *dir = NULL, *path = NULL, *data = NULL;
-        const char *uuid = cd ? crypt_get_uuid(cd) : NULL;
+        const char *uuid = cd ? crypt_get_uuid(cd) : NULL, *device = cd ? crypt_get_device_name(cd) : NULL;
 
         if (!uuid_ok(uuid) || !config->cache_dir)
                 return;
+        /* The device path this boot opened (a line of its own: no newline in it), for the unit. */
+        if (device && (device[0] != '/' || strchr(device, '\n')))
+                device = NULL;
         if (tg_asprintf(&dir, "%s/" TG_UPDATE_PENDING_DIR, config->cache_dir) < 0 ||
             tg_asprintf(&path, "%s/%s", dir, uuid) < 0 ||
-            tg_asprintf(&data, "seal=%s\n", tg_alt_kind_to_string(kind)) < 0)
+            tg_asprintf(&data, "seal=%s\n%s%s%s", tg_alt_kind_to_string(kind), device ? "device=" : "",
+                        device ?: "", device ? "\n" : "") < 0)
                 return;
         (void) mkdir(config->cache_dir, 0700);
         if (mkdir(dir, 0700) < 0 && errno != EEXIST) {

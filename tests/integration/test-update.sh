@@ -67,7 +67,8 @@ grace_then_finish() {
         expect_exit 0 token_open_v <"$WORK/pin"
         expect_in "Unlocked with the update grace, 0 boot(s) left" "$ERR$OUT"
         # The marker for tpmguard-update-finish.service, without any secret.
-        [ "$(cat "$(marker)")" = "seal=grace" ]
+        [ "$(head -n 1 "$(marker)")" = "seal=grace" ]
+        [ "$(sed -n 2p "$(marker)")" = "device=$WORK/disk.img" ]
 
         expect_exit 0 "$TPMGUARD" update finish --from-marker --pin-file "$WORK/pin" "$WORK/disk.img"
         expect_in "old values no longer unlock" "$OUT"
@@ -87,6 +88,31 @@ grace_then_finish() {
         refute pin_opens "$WORK/pin"
         token_open <"$WORK/pin" >"$WORK/out" 2>&1 || true
         expect_in "tpmguard update prepare" "$(cat "$WORK/out")"
+}
+
+# tpmguard-update-finish.service's command, as the unit runs it: the PIN from
+# systemd-ask-password (here a stand-in that prints it), through a pipe.
+test_case unit_finishes_after_grace_boot
+unit_finishes_after_grace_boot() {
+        enrolled_at_a
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img"
+        boot B
+        pin_opens "$WORK/pin"
+        [ -f "$(marker)" ]
+        mkdir "$WORK/bin"
+        printf '#!/bin/sh\necho "$*" >>"%s/asked"\ncat "%s/pin"\n' "$WORK" "$WORK" >"$WORK/bin/systemd-ask-password"
+        chmod +x "$WORK/bin/systemd-ask-password"
+        expect_exit 0 env PATH="$WORK/bin:$PATH" TPMGUARD_BIN="$TPMGUARD" sh "$TPMGUARD_BUILD/units/tpmguard-update-finish"
+        expect_in "TPM PIN of $WORK/disk.img" "$(cat "$WORK/asked")"
+        [ ! -e "$(marker)" ]
+        boot A
+        refute pin_opens "$WORK/pin"
+        boot B
+        pin_opens "$WORK/pin"
+        # Nothing pending: nothing asked.
+        rm "$WORK/asked"
+        expect_exit 0 env PATH="$WORK/bin:$PATH" TPMGUARD_BIN="$TPMGUARD" sh "$TPMGUARD_BUILD/units/tpmguard-update-finish"
+        [ ! -e "$WORK/asked" ]
 }
 
 # The grace ends after N boots though nobody finishes: the TPM's resetCount, not a file.
