@@ -601,7 +601,8 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
                 return log_error_rc(-TG_ERR_PCR_MISMATCH,
                                     "PCR mismatch: the %s values of PCR %s no longer match the sealed policy. "
                                     "Did firmware or the boot chain change? Unlock with the recovery passphrase "
-                                    "and run 'tpmguard reseal DEVICE' (it asks for that passphrase).",
+                                    "and run 'tpmguard reseal DEVICE' (it asks for that passphrase); before the "
+                                    "next update, 'tpmguard update prepare DEVICE' keeps the PIN working.",
                                     tg_pcr_bank_to_string(token->pcr_bank), pcrs);
         }
         if (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH) {

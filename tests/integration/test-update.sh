@@ -12,9 +12,11 @@ require_tools swtpm swtpm_setup tpm2_createprimary tpm2_pcrextend cryptsetup uns
 [ "$(id -u)" = 0 ] || skip_all "needs root for a private mount namespace (libcryptsetup 2.6 plugin path)"
 
 # The digests a boot chain measures into PCR 7: A before the update, B after
-# it, C an update nobody prepared for.
+# it, C an update nobody prepared for (named indirectly, by boot()).
+# shellcheck disable=SC2034
 DIGEST_A=1111111111111111111111111111111111111111111111111111111111111111
 DIGEST_B=2222222222222222222222222222222222222222222222222222222222222222
+# shellcheck disable=SC2034
 DIGEST_C=3333333333333333333333333333333333333333333333333333333333333333
 
 # boot X: a reboot into the boot chain that measures $DIGEST_X.
