@@ -373,8 +373,13 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
                 if (p->predicted->given_mask & ~lc.token.pcr_mask)
                         return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR token %d is not sealed "
                                             "to. Nothing was changed.", lc.token_id);
+                /* A predicted value still at a reset value (all zeros or ones) predicts no boot chain. */
+                if (!config->allow_unextended_pcrs) {
+                        r = tg_pcr_values_check_extended(p->predicted, p->predicted->given_mask);
+                        if (r < 0)
+                                return r;
+                }
                 params.explicit_values = p->predicted;
-                params.allow_unextended = false;
                 /* The predicted values are not current: the seal cannot be test-unsealed now. */
                 test = false;
         } else {
