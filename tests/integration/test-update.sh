@@ -65,7 +65,14 @@ grace_then_finish() {
         expect_exit 0 with_plugin cryptsetup luksDump "$WORK/disk.img"
         expect_in "Update seal:     grace" "$OUT"
 
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "update seal: grace while the TPM's resetCount" "$OUT"
+
         boot B
+        # status says the main seal no longer matches and the grace does.
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "current PCR values: not-satisfied" "$OUT"
+        expect_in "(now: satisfied); 'tpmguard update finish' ends it" "$OUT"
         expect_exit 0 token_open_v <"$WORK/pin"
         expect_in "Unlocked with the update grace, 0 boot(s) left" "$ERR$OUT"
         # The marker for tpmguard-update-finish.service, without any secret.
