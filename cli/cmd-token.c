@@ -421,7 +421,9 @@ int cmd_reseal(const cli *c, tg_config *config) {
                  * from the terminal; the new PIN (--pin-file, or asked twice) seals the new token.
                  */
                 log_notice("The PCR values no longer match the token's sealed policy, so its PIN cannot authorize "
-                           "the reseal: authorize it with the recovery passphrase (or --unlock-key-file F).");
+                           "the reseal: authorize it with the recovery passphrase (or --unlock-key-file F).%s",
+                           t.n_alt > 0 ? " The token holds an update seal of 'tpmguard update prepare': "
+                           "'tpmguard update finish' binds it to these values with the PIN alone." : "");
                 if (!c->no_pin)
                         r = read_new_pin(config, c->pin_file, &new_pin);
                 if (r >= 0) {

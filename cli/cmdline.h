@@ -57,6 +57,8 @@ typedef struct cli {
         const char *authority_file;     /* pcrs --predict: the boot chain's new signing certificate (DER) */
         bool replace_variables;         /* pcrs --predict: update files replace the variable, not append */
         const char *efivars_dir;        /* pcrs --predict: where the variables' current values are */
+        unsigned boots;                 /* update prepare --boots; 0: not given */
+        bool from_marker;               /* update finish --from-marker */
         char **args;
         int n_args;
 } cli;

@@ -6,6 +6,7 @@
  * policy digest recomputed from PCR values read over the verified TPM.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "da.h"
@@ -188,6 +189,30 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                                 "'tpmguard change-pin' or 'tpmguard rotate' upgrades it to format 2" :
                                 "protected: format 2, the PIN's Argon2id is mixed into the keyslot passphrase"));
                         json_object_object_add(e, "pcr_policy", json_object_new_string(policy_state(v, &t)));
+                        if (t.n_alt > 0) {
+                                /* Update seals (docs/design.md §9.2): each one's policy against this boot. */
+                                json_object *alts = json_object_new_array();
+                                if (!alts)
+                                        return -TG_ERR_NOMEM;
+                                json_object_object_add(e, "update_seals", alts);
+                                for (unsigned k = 0; k < t.n_alt; k++) {
+                                        json_object *a = json_object_new_object();
+                                        tg_token view;
+
+                                        if (!a || json_object_array_add(alts, a) < 0) {
+                                                json_object_put(a);
+                                                return -TG_ERR_NOMEM;
+                                        }
+                                        tg_token_alt_view(&t, &t.alt[k], &view);
+                                        json_object_object_add(a, "kind", json_object_new_string(
+                                                tg_alt_kind_to_string(t.alt[k].kind)));
+                                        if (t.alt[k].kind == TG_ALT_GRACE)
+                                                json_object_object_add(a, "reset_count_max",
+                                                                       json_object_new_int64(t.alt[k].reset_count_max));
+                                        json_object_object_add(a, "policy", json_object_new_string(policy_state(v, &view)));
+                                        explicit_bzero(&view, sizeof view);
+                                }
+                        }
                         {
                                 /* The header is attacker-writable: a token weaker than
                                  * tpmguard.conf may have been edited (docs/design.md §9.1). */
@@ -327,6 +352,19 @@ void tg_status_print(json_object *s, FILE *f) {
                 if (json_object_object_get_ex(t, "leaking_tpm", &x))
                         fprintf(f, "; leaking TPM: %s", json_object_get_string(x));
                 fprintf(f, "\n");
+                if (json_object_object_get_ex(t, "update_seals", &x))
+                        for (size_t k = 0; k < json_object_array_length(x); k++) {
+                                json_object *a = json_object_array_get_idx(x, k), *kind, *bound, *state;
+                                json_object_object_get_ex(a, "kind", &kind);
+                                json_object_object_get_ex(a, "policy", &state);
+                                if (json_object_object_get_ex(a, "reset_count_max", &bound))
+                                        fprintf(f, "    update seal: grace while the TPM's resetCount <= %" PRId64
+                                                " (now: %s); 'tpmguard update finish' ends it\n",
+                                                json_object_get_int64(bound), json_object_get_string(state));
+                                else
+                                        fprintf(f, "    update seal: %s PCR values (now: %s); 'tpmguard update finish' "
+                                                "ends it\n", json_object_get_string(kind), json_object_get_string(state));
+                        }
                 if (json_object_object_get_ex(t, "weaker_reason", &x))
                         fprintf(f, "    WEAKER than the configuration: %s (possibly edited in the header)\n",
                                 json_object_get_string(x));

@@ -20,6 +20,7 @@
 #include "cmd-pcrs.h"
 #include "cmd-report.h"
 #include "cmd-token.h"
+#include "cmd-update.h"
 #include "cmd-tpm.h"
 #include "cmdline.h"
 #include "config.h"
@@ -42,6 +43,7 @@ enum {
         OPT_KEEP_OLD, OPT_OLD_PIN_FILE,
         OPT_TOFU, OPT_LOCKOUT_AUTH_COPY,
         OPT_EVENT_LOG, OPT_PREDICT, OPT_DB, OPT_DBX, OPT_KEK, OPT_AUTHORITY, OPT_REPLACE_VARIABLES, OPT_EFIVARS,
+        OPT_BOOTS, OPT_FROM_MARKER,
         _OPT_MAX,
 };
 
@@ -130,6 +132,9 @@ static const struct option_doc {
                                     FLAG(replace_variables) },
         [OPT_EFIVARS]          = { "efivars", "DIR", "The variables' current values (default /sys/firmware/efi/efivars)",
                                    STRING(efivars_dir) },
+        [OPT_BOOTS]            = { "boots", "N", "update prepare: the grace lasts this boot and the next N (1..16, default 1)", SPECIAL },
+        [OPT_FROM_MARKER]      = { "from-marker", NULL, "update finish: the volumes an unlock through an update seal "
+                                                        "marked this boot (with DEV: remove its marker)", FLAG(from_marker) },
 };
 
 /* Options every command takes. */
@@ -290,6 +295,9 @@ static const cli_command commands[] = {
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), CMD_CONFIG, cmd_recovery_key },
         { "passwd", "DEV", "Change a typed passphrase (authorized by the token's PIN or a passphrase)",
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(NEW_PASSPHRASE_FILE) | O(ITER_TIME), CMD_CONFIG, cmd_passwd },
+        { "update", "prepare|finish DEV...", "Before a firmware or boot chain update: let the next boots unlock with "
+          "the PIN (prepare); after it: bind the token to the new PCR values (finish)",
+          O(TOKEN) | O(PIN_FILE) | O(PCR) | O(BOOTS) | O(FROM_MARKER), CMD_CONFIG, cmd_update },
         { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), CMD_CONFIG, cmd_remove },
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), CMD_CONFIG, cmd_status },
@@ -473,6 +481,14 @@ int main(int argc, char *argv[]) {
                                 return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "Too many --pcr options."));
                         c.pcr_values[c.n_pcr_values++] = optarg;
                         break;
+                case OPT_BOOTS: {
+                        int n;
+                        if (parse_number("boots", optarg, TG_GRACE_BOOTS_MAX, &n) < 0 || n < 1)
+                                return tg_err_exit_code(log_error_rc(-TG_ERR_INVALID, "--boots: 1..%u.",
+                                                                     TG_GRACE_BOOTS_MAX));
+                        c.boots = (unsigned) n;
+                        break;
+                }
                 case OPT_ITER_TIME: {
                         int ms;
                         if (parse_number("iter-time", optarg, 60000, &ms) < 0 || ms < 10)

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The token operations (token-ops.h): change-pin, rotate, reseal, remove.
+ * The token operations (token-ops.h): change-pin, rotate, reseal, remove, update prepare and finish.
  * Threat and crash model: lifecycle/lifecycle.c.
  */
 #include <assert.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 #include "error.h"
@@ -18,6 +19,7 @@
 #include "marker-resolve.h"
 #include "token-ops.h"
 #include "token.h"
+#include "unlock.h"
 
 /*
  * New keyslot, one keyslot change (keyslot-change.h): marker, keyslot
@@ -323,5 +325,169 @@ int tg_remove(const tg_config *config, const char *device, int token, tg_lifecyc
         if (ret)
                 *ret = (tg_lifecycle_result) { .token = id, .keyslot = -1, .old_keyslot = t.keyslot };
         explicit_bzero(&t, sizeof t);
+        return 0;
+}
+
+int tg_update_prepare(const tg_config *config, const char *device, int token, const tg_update_params *p,
+                      tg_update_result *ret) {
+        _cleanup_(tg_lifecycle_done) tg_lifecycle lc = {};
+        _cleanup_secret_ tg_secret *secret = NULL;
+        tg_seal_params params;
+        tg_token_alt alt = {};
+        tg_token t = {}, next;
+        uint32_t reset_count = 0;
+        bool test = true;
+        int r;
+
+        r = tg_lifecycle_begin(&lc, config, device, token, true);
+        if (r < 0)
+                return r;
+        if (!lc.token.pin || lc.token.version < 2 || lc.token.pcr_mask == 0)
+                return log_error_rc(-TG_ERR_INVALID, "Token %d %s: an update seal needs a format 2 PIN token sealed "
+                                    "to PCRs. Nothing was changed.", lc.token_id,
+                                    !lc.token.pin ? "has no PIN" : lc.token.pcr_mask == 0 ? "is sealed to no PCR" :
+                                    "is format 1 ('tpmguard change-pin' upgrades it)");
+        r = tg_lifecycle_check_carry_over(&lc, config, "update prepare");
+        if (r < 0)
+                return r;
+        /*
+         * The PIN proven by the main seal, over the verified session. It also proves the token's
+         * pin_kdf parameters, which the update seal reuses: parameters edited in the header would
+         * not give the authValue the main seal was made with.
+         */
+        r = tg_lifecycle_unseal_current(&lc, p->pin, &secret);
+        if (r == -TG_ERR_PCR_MISMATCH)
+                return log_error_rc(r, "The PCR values changed already: %s",
+                                    lc.token.n_alt > 0 ? "run 'tpmguard update finish' to bind the token to them." :
+                                    "'tpmguard reseal' (with the recovery passphrase) binds the token to them.");
+        if (r < 0)
+                return r;
+
+        params = tg_lifecycle_seal_params_like(&lc.token, p->pin, config);
+        params.pin_of = &lc.token;
+        if (p->predicted) {
+                if (p->predicted->bank != lc.token.pcr_bank)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr values are for the %s bank, token %d uses %s. "
+                                            "Nothing was changed.", tg_pcr_bank_to_string(p->predicted->bank),
+                                            lc.token_id, tg_pcr_bank_to_string(lc.token.pcr_bank));
+                if (p->predicted->given_mask & ~lc.token.pcr_mask)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR token %d is not sealed "
+                                            "to. Nothing was changed.", lc.token_id);
+                /* A predicted value still at a reset value (all zeros or ones) predicts no boot chain. */
+                if (!config->allow_unextended_pcrs) {
+                        r = tg_pcr_values_check_extended(p->predicted, p->predicted->given_mask);
+                        if (r < 0)
+                                return r;
+                }
+                params.explicit_values = p->predicted;
+                /* The predicted values are not current: the seal cannot be test-unsealed now. */
+                test = false;
+        } else {
+                if (p->boots < 1 || p->boots > TG_GRACE_BOOTS_MAX)
+                        return log_error_rc(-TG_ERR_INVALID, "--boots %u: 1..%u.", p->boots, TG_GRACE_BOOTS_MAX);
+                /* Read over the audited session: a resetCount lowered on the bus would stretch the grace. */
+                r = tg_vtpm_reset_count(lc.v, &reset_count);
+                if (r < 0)
+                        return r;
+                if (reset_count > UINT32_MAX - p->boots)
+                        return log_error_rc(-TG_ERR_TPM, "The TPM's resetCount %" PRIu32 " leaves no room for a "
+                                            "grace. Nothing was changed.", reset_count);
+                params.grace = true;
+                params.reset_count_max = reset_count + p->boots;
+        }
+        r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, test, &t);
+        if (r < 0)
+                return log_error_rc(r, "Nothing was changed.");
+
+        alt = (tg_token_alt) {
+                .kind = p->predicted ? TG_ALT_PREDICTED : TG_ALT_GRACE,
+                .private_blob = t.private_blob,
+                .public_blob = t.public_blob,
+                .policy_hash = t.policy_hash,
+                .reset_count_max = t.reset_count_max,
+                .pcr_digest = t.pcr_digest,
+        };
+        explicit_bzero(&t, sizeof t);
+        next = lc.token;
+        r = tg_token_alt_put(&next, &alt);
+        /* The new token is read back by tg_token_to_json(), which recomputes the seal's policy from
+         * its fields: a Create whose template an interposer widened is refused here. */
+        if (r >= 0)
+                r = tg_lifecycle_replace_token(&lc, &next);
+        explicit_bzero(&next, sizeof next);
+        if (r < 0)
+                return log_error_rc(r, "Nothing was changed.");
+        if (ret)
+                *ret = (tg_update_result) { .token = lc.token_id, .kind = alt.kind, .reset_count = reset_count,
+                                            .reset_count_max = alt.reset_count_max };
+        return 0;
+}
+
+int tg_update_finish(const tg_config *config, const char *device, int token, const tg_secret *pin,
+                     bool *ret_nothing, tg_lifecycle_result *ret) {
+        _cleanup_(tg_lifecycle_done) tg_lifecycle lc = {};
+        _cleanup_secret_ tg_secret *secret = NULL;
+        tg_seal_params params;
+        tg_lifecycle_result res;
+        tg_alt_kind kind = 0;
+        bool usable = false;
+        tg_token seal;
+        int r;
+
+        r = tg_lifecycle_begin(&lc, config, device, token, true);
+        if (r < 0)
+                return r;
+        /* Which seal opens now: from PCR values and the resetCount read over the audited session. */
+        r = tg_unlock_choose_seal(lc.v, &lc.token, &seal, &kind, &usable);
+        if (r < 0)
+                return r;
+        if (kind == 0 && usable && lc.token.n_alt == 0) {
+                explicit_bzero(&seal, sizeof seal);
+                log_info("Token %d has no update seal and its PCR policy holds: nothing to finish.", lc.token_id);
+                if (ret_nothing)
+                        *ret_nothing = true;
+                return 0;
+        }
+        if (!usable) {
+                explicit_bzero(&seal, sizeof seal);
+                return log_error_rc(-TG_ERR_PCR_MISMATCH, "No seal of token %d opens with this boot's PCR values%s. "
+                                    "Unlock with the recovery passphrase and run 'tpmguard reseal %s'. Nothing was "
+                                    "changed.", lc.token_id,
+                                    tg_token_alt_find(&lc.token, TG_ALT_GRACE) ? " (the update grace has expired)" : "",
+                                    device);
+        }
+        r = tg_lifecycle_check_carry_over(&lc, config, "update finish");
+        if (r < 0)
+                return r;
+        if (lc.token.pin && !pin)
+                return log_error_rc(-TG_ERR_PIN_NEEDED, "Token %d needs its PIN.", lc.token_id);
+        r = tg_unseal(lc.v, &seal, pin, &secret);
+        explicit_bzero(&seal, sizeof seal);
+        if (r < 0)
+                return log_error_rc(r, "Cannot unseal token %d: nothing was changed.", lc.token_id);
+        r = crypt_activate_by_passphrase(lc.cd, NULL, lc.token.keyslot, (const char *) secret->data, secret->size, 0);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_TOKEN, "The secret of token %d does not open its keyslot %d (%s): "
+                                    "nothing was changed.", lc.token_id, lc.token.keyslot, strerror(-r));
+        lc.proven_keyslot = lc.token.keyslot;
+        tg_keyslot_own(lc.state_dir, lc.cd, lc.token.keyslot);
+        if (kind != 0)
+                log_info("Token %d opened with its %s seal; binding it to this boot's PCR values.", lc.token_id,
+                         kind == TG_ALT_GRACE ? "update grace" : "predicted update");
+
+        /*
+         * Rotate: a new secret sealed to the PCR values read now over the verified session (never
+         * values from the header or the bus unauthenticated), without update seals. The old
+         * blobs, main and alternates, in every copy of the header, hold a secret no keyslot
+         * accepts once the old keyslot is destroyed.
+         */
+        params = tg_lifecycle_seal_params_like(&lc.token, lc.token.pin ? pin : NULL, config);
+        r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, &res);
+        if (r < 0)
+                return r;
+        if (ret_nothing)
+                *ret_nothing = false;
+        if (ret)
+                *ret = res;
         return 0;
 }

@@ -50,3 +50,38 @@ int tg_reseal(const tg_config *config, const char *device, int token,
 
 /* Removes a tpmguard token and its keyslot; never the last active keyslot. */
 int tg_remove(const tg_config *config, const char *device, int token, tg_lifecycle_result *ret);
+
+/* update prepare (docs/design.md "Updates"): what to add to the token. */
+typedef struct tg_update_params {
+        unsigned boots;                      /* a grace for this boot and the next boots (1..TG_GRACE_BOOTS_MAX) */
+        const tg_pcr_values *predicted;      /* non-NULL: a predicted seal to these values instead of a grace */
+        const tg_secret *pin;                /* the token's PIN */
+} tg_update_params;
+
+typedef struct tg_update_result {
+        int token;
+        tg_alt_kind kind;                    /* what was added */
+        uint32_t reset_count;                /* the TPM's resetCount now (grace) */
+        uint32_t reset_count_max;            /* the grace's bound */
+} tg_update_result;
+
+/*
+ * Unseals the main seal with the PIN over a verified session (the PIN proven, and the masked
+ * secret and authValue known), seals the same masked secret under the same authValue to the
+ * update policy (a grace: resetCount <= now + boots, read in an audited ReadClock; or the
+ * predicted PCR values), test-unseals a grace, and adds it to the token in one header write.
+ * The keyslot does not change; the old token is valid until the new one is written.
+ */
+int tg_update_prepare(const tg_config *config, const char *device, int token, const tg_update_params *params,
+                      tg_update_result *ret);
+
+/*
+ * Unseals through whichever seal works now (main, predicted or grace, chosen from audited reads),
+ * then does what rotate does: a new secret in a new keyslot, sealed to this boot's PCR values
+ * (read over the verified session) with the token's PIN and PCRs, the old keyslot destroyed once
+ * the new one is proven; the new token has no update seals, and the old blobs hold a secret no
+ * keyslot accepts (a firmware rollback opens nothing). *ret_nothing: the token had no update seal
+ * and its PCR policy holds (nothing was changed, 0 returned).
+ */
+int tg_update_finish(const tg_config *config, const char *device, int token, const tg_secret *pin,
+                     bool *ret_nothing, tg_lifecycle_result *ret);

@@ -84,3 +84,54 @@ int tg_policy_digest_compute(uint16_t pcr_bank, uint32_t pcr_mask, const TPM2B_D
         *ret = digest;
         return 0;
 }
+
+void tg_policy_grace_operand(uint32_t reset_count_max, TPM2B_OPERAND *ret) {
+        *ret = (TPM2B_OPERAND) {
+                .size = 4,
+                .buffer = {
+                        (uint8_t) (reset_count_max >> 24), (uint8_t) (reset_count_max >> 16),
+                        (uint8_t) (reset_count_max >> 8), (uint8_t) reset_count_max,
+                },
+        };
+}
+
+int tg_policy_digest_grace(uint32_t reset_count_max, TPM2B_DIGEST *ret) {
+        TPM2B_DIGEST digest = { .size = 32 }, args = { .size = 32 };
+        TPM2B_OPERAND operand;
+        uint8_t buf[sizeof(TPM2_CC) + 32];
+        size_t off = 0;
+        TSS2_RC rc;
+        int r;
+
+        /* args = SHA-256(operandB ‖ offset ‖ operation): a plain hash, not an extend of a digest. */
+        tg_policy_grace_operand(reset_count_max, &operand);
+        memcpy(buf, operand.buffer, operand.size);
+        off = operand.size;
+        rc = Tss2_MU_UINT16_Marshal(TG_RESET_COUNT_OFFSET, buf, sizeof buf, &off);
+        if (rc == TSS2_RC_SUCCESS)
+                rc = Tss2_MU_UINT16_Marshal(TPM2_EO_UNSIGNED_LE, buf, sizeof buf, &off);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "Cannot marshal the PolicyCounterTimer arguments: %s",
+                                    Tss2_RC_Decode(rc));
+        if (EVP_Digest(buf, off, args.buffer, NULL, EVP_sha256(), NULL) != 1)
+                return log_error_rc(-TG_ERR_INVALID, "SHA-256 failed while computing a policy digest.");
+
+        off = 0;
+        rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyCounterTimer, buf, sizeof buf, &off);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM_CC_PolicyCounterTimer: %s", Tss2_RC_Decode(rc));
+        memcpy(buf + off, args.buffer, 32);
+        off += 32;
+        r = policy_extend(&digest, buf, off);
+        if (r < 0)
+                return r;
+        off = 0;
+        rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyAuthValue, buf, sizeof buf, &off);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM_CC_PolicyAuthValue: %s", Tss2_RC_Decode(rc));
+        r = policy_extend(&digest, buf, off);
+        if (r < 0)
+                return r;
+        *ret = digest;
+        return 0;
+}

@@ -21,5 +21,23 @@
 int tg_policy_digest_compute(uint16_t pcr_bank, uint32_t pcr_mask, const TPM2B_DIGEST *pcr_values_digest,
                              bool pin, TPM2B_DIGEST *ret);
 
+/*
+ * The policy of an update grace seal (docs/design.md "Updates"): no PCRs, the
+ * TPM's resetCount (TPMS_TIME_INFO.clockInfo.resetCount, which every TPM Reset,
+ * i.e. every boot, increments and only TPM2_Clear zeroes) at most
+ * reset_count_max, and the PIN:
+ *
+ *   args = SHA-256(operandB ‖ offset ‖ operation)       (Part 3 §23.10)
+ *          operandB = reset_count_max, 4 bytes big-endian (as TPMS_TIME_INFO
+ *          is marshalled); offset = TG_RESET_COUNT_OFFSET; operation =
+ *          TPM_EO_UNSIGNED_LE
+ *   d1 = SHA-256(d0 ‖ TPM_CC_PolicyCounterTimer ‖ args)
+ *   d2 = SHA-256(d1 ‖ TPM_CC_PolicyAuthValue)
+ */
+#define TG_RESET_COUNT_OFFSET 16u  /* time (UINT64), clock (UINT64), then resetCount (UINT32) */
+int tg_policy_digest_grace(uint32_t reset_count_max, TPM2B_DIGEST *ret);
+/* The operandB of the grace seal's PolicyCounterTimer. */
+void tg_policy_grace_operand(uint32_t reset_count_max, TPM2B_OPERAND *ret);
+
 /* The TPML_PCR_SELECTION for one bank and a mask of PCRs 0..23 (no validation of the bank). */
 void tg_pcr_selection_from_mask(uint16_t pcr_bank, uint32_t pcr_mask, TPML_PCR_SELECTION *ret);

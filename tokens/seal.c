@@ -428,38 +428,62 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
         if (secret->size == 0 || secret->size > sizeof sensitive.sensitive.data.buffer)
                 return log_error_rc(-TG_ERR_INVALID, "The secret must be 1..%zu bytes.",
                                     sizeof sensitive.sensitive.data.buffer);
-        if (params->pcr_mask == 0)
-                log_warning("Sealing without any PCR: the TPM releases the secret to whoever knows the PIN.");
+        if ((params->grace || params->pin_of) && (!params->pin || !params->pin_of || params->pin_of->version < 2))
+                return log_error_rc(-TG_ERR_INVALID, "An update seal needs the PIN of a format 2 token.");
 
-        /* The PCR values: current ones over the audited session, overridden by explicit ones. */
-        r = tg_vtpm_pcr_read(v, params->pcr_bank, params->pcr_mask, &values);
-        if (r < 0)
-                return r;
-        if (params->explicit_values) {
-                const tg_pcr_values *e = params->explicit_values;
-                if (e->given_mask & ~params->pcr_mask)
-                        return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR that is not in --pcrs.");
-                for (unsigned i = 0; i < TG_PCR_COUNT; i++)
-                        if (e->given_mask & (UINT32_C(1) << i))
-                                memcpy(values.value[i], e->value[i], values.value_size);
-        }
-        if (!params->allow_unextended) {
-                r = tg_pcr_values_check_extended(&values, params->pcr_mask);
+        if (params->grace) {
+                /* No PCRs: the bound on the TPM's resetCount and the PIN are the whole policy. */
+                r = tg_policy_digest_grace(params->reset_count_max, &policy);
                 if (r < 0)
                         return r;
-        }
-        r = tg_pcr_values_digest(&values, &pcr_digest);
-        if (r < 0)
-                return r;
-        r = tg_policy_digest_compute(params->pcr_bank, params->pcr_mask, &pcr_digest, params->pin != NULL, &policy);
-        if (r < 0)
-                return r;
+                token.grace = true;
+                token.reset_count_max = params->reset_count_max;
+        } else {
+                if (params->pcr_mask == 0)
+                        log_warning("Sealing without any PCR: the TPM releases the secret to whoever knows the PIN.");
 
-        token.pcr_bank = params->pcr_bank;
-        token.pcr_mask = params->pcr_mask;
+                /* The PCR values: current ones over the audited session, overridden by explicit ones. */
+                r = tg_vtpm_pcr_read(v, params->pcr_bank, params->pcr_mask, &values);
+                if (r < 0)
+                        return r;
+                if (params->explicit_values) {
+                        const tg_pcr_values *e = params->explicit_values;
+                        if (e->given_mask & ~params->pcr_mask)
+                                return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR that is not in --pcrs.");
+                        for (unsigned i = 0; i < TG_PCR_COUNT; i++)
+                                if (e->given_mask & (UINT32_C(1) << i))
+                                        memcpy(values.value[i], e->value[i], values.value_size);
+                }
+                if (!params->allow_unextended) {
+                        r = tg_pcr_values_check_extended(&values, params->pcr_mask);
+                        if (r < 0)
+                                return r;
+                }
+                r = tg_pcr_values_digest(&values, &pcr_digest);
+                if (r < 0)
+                        return r;
+                r = tg_policy_digest_compute(params->pcr_bank, params->pcr_mask, &pcr_digest, params->pin != NULL,
+                                             &policy);
+                if (r < 0)
+                        return r;
+                token.pcr_digest = pcr_digest;
+                token.pcr_bank = params->pcr_bank;
+                token.pcr_mask = params->pcr_mask;
+        }
+
         token.policy_hash = policy;
         token.pin = params->pin != NULL;
-        if (token.pin) {
+        if (params->pin_of) {
+                /* The token's salt and parameters: the same authValue and mask K as its main seal. */
+                token.version = TG_TOKEN_VERSION_PIN;
+                token.pcr_bank = params->pin_of->pcr_bank;
+                token.argon2 = params->pin_of->argon2;
+                memcpy(token.pin_salt, params->pin_of->pin_salt, sizeof token.pin_salt);
+                r = tg_pin_derive_v2(params->pin, token.pin_salt, sizeof token.pin_salt, &token.argon2,
+                                     secret->size, &auth, &mask);
+                if (r < 0)
+                        return r;
+        } else if (token.pin) {
                 /*
                  * Format 2: one Argon2id of the PIN under a fresh salt gives the authValue and the
                  * mask K, and the TPM holds secret XOR K (tokens/pin.h). The fresh salt makes K new
@@ -577,7 +601,8 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
                 return log_error_rc(-TG_ERR_PCR_MISMATCH,
                                     "PCR mismatch: the %s values of PCR %s no longer match the sealed policy. "
                                     "Did firmware or the boot chain change? Unlock with the recovery passphrase "
-                                    "and run 'tpmguard reseal DEVICE' (it asks for that passphrase).",
+                                    "and run 'tpmguard reseal DEVICE' (it asks for that passphrase); before the "
+                                    "next update, 'tpmguard update prepare DEVICE' keeps the PIN working.",
                                     tg_pcr_bank_to_string(token->pcr_bank), pcrs);
         }
         if (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH) {
@@ -623,6 +648,28 @@ static int policy_run(tg_verified_tpm *v, const tg_token *token, ESYS_TR policy)
         TSS2_RC rc;
 
         (void) Esys_TRSess_SetAttributes(esys, policy, TPMA_SESSION_CONTINUESESSION, 0xff);
+        if (token->grace) {
+                TPM2B_OPERAND operand;
+
+                /*
+                 * The TPM compares its own resetCount now (Part 3, PolicyCounterTimer), before
+                 * anything needs the PIN: a failure costs no dictionary-attack try. A success
+                 * forged on the bus leaves the TPM's session without this step, so the Unseal
+                 * fails its policy check, which the TPM makes before the authValue's (no try
+                 * either).
+                 */
+                tg_policy_grace_operand(token->reset_count_max, &operand);
+                rc = Esys_PolicyCounterTimer(esys, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &operand,
+                                             TG_RESET_COUNT_OFFSET, TPM2_EO_UNSIGNED_LE);
+                if (tg_tpm_rc_base(rc) == TPM2_RC_POLICY)
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH,
+                                            "The update grace has expired: the TPM has been reset (booted) more "
+                                            "often than 'tpmguard update prepare' allowed (resetCount > %" PRIu32 "). "
+                                            "Unlock with the recovery passphrase and run 'tpmguard reseal DEVICE'.",
+                                            token->reset_count_max);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyCounterTimer");
+        }
         pcr_selection(token->pcr_bank, token->pcr_mask, &sel);
         if (token->pcr_mask) {
                 rc = Esys_PolicyPCR(esys, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &no_pcr_digest, &sel);
@@ -977,10 +1024,30 @@ int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret 
         return r;
 }
 
+int tg_vtpm_reset_count(tg_verified_tpm *v, uint32_t *ret) {
+        _cleanup_free_ TPMS_TIME_INFO *time_info = NULL;
+        TSS2_RC rc;
+
+        rc = Esys_ReadClock(tg_vtpm_esys(v), tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "ReadClock");
+        *ret = time_info->clockInfo.resetCount;
+        return 0;
+}
+
 int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied) {
         tg_pcr_values values;
         TPM2B_DIGEST pcr_digest, policy;
+        uint32_t reset_count;
         int r;
+
+        if (token->grace) {
+                r = tg_vtpm_reset_count(v, &reset_count);
+                if (r < 0)
+                        return r;
+                *ret_satisfied = reset_count <= token->reset_count_max;
+                return 0;
+        }
 
         r = tg_vtpm_pcr_read(v, token->pcr_bank, token->pcr_mask, &values);
         if (r < 0)

@@ -42,6 +42,13 @@ typedef struct tg_seal_params {
         tg_argon2_params argon2;
         unsigned argon2_target_ms;
         const tg_secret *owner_auth;          /* owner hierarchy password, NULL: empty */
+        /* An update seal (token.h, alternates): the PIN's salt and Argon2id parameters of this
+         * format 2 token instead of fresh ones, so that the new blob holds the same masked secret
+         * under the same authValue as the token's (one Argon2id per typed PIN opens either). */
+        const tg_token *pin_of;
+        /* A grace seal: no PCRs (pcr_mask 0), PolicyCounterTimer resetCount <= reset_count_max, the PIN. */
+        bool grace;
+        uint32_t reset_count_max;
 } tg_seal_params;
 
 /*
@@ -89,8 +96,14 @@ int tg_pcr_values_check_extended(const tg_pcr_values *values, uint32_t mask);
 int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret);
 
 /* Whether the token's PCR policy holds for the current PCR values (read over
- * the audited session), without unsealing anything. */
+ * the audited session), without unsealing anything; for a grace view, whether
+ * the TPM's resetCount is within its bound. */
 int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied);
+
+/* The TPM's resetCount, from a ReadClock over the verified audit session (its response HMAC:
+ * an interposer cannot lower it to stretch a grace). Not obfuscated: ReadClock, like
+ * PolicyCounterTimer, uses the real counters; only attestation structures obfuscate them. */
+int tg_vtpm_reset_count(tg_verified_tpm *v, uint32_t *ret);
 
 /* Parses "7=sha256:HEX" into values (bank must match; length must be the bank's digest size). */
 int tg_pcr_value_parse(const char *s, tg_pcr_values *values);

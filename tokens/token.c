@@ -11,6 +11,7 @@
 #include "error.h"
 #include "json-util.h"
 #include "log.h"
+#include "policy.h"
 #include "token.h"
 #include "util.h"
 
@@ -104,7 +105,8 @@ static int field_get(json_object *obj, const char *key, const char *field, json_
         return r == -TG_ERR_INVALID ? token_error(field, "%s", problem) : r;
 }
 
-static int hex_field(json_object *obj, const char *key, size_t size, bool required, uint8_t *buf, bool *ret_present) {
+static int hex_field_named(json_object *obj, const char *key, const char *field, size_t size, bool required, uint8_t *buf,
+                           bool *ret_present) {
         _cleanup_free_ uint8_t *bytes = NULL;
         char problem[TG_JSON_PROBLEM_MAX];
         size_t n = 0;
@@ -112,13 +114,17 @@ static int hex_field(json_object *obj, const char *key, size_t size, bool requir
 
         r = tg_json_get_hex(obj, key, size, size, required, &bytes, &n, problem, sizeof problem);
         if (r == -TG_ERR_INVALID)
-                return token_error(key, "%s", problem);
+                return token_error(field, "%s", problem);
         if (r < 0)
                 return r;
         *ret_present = bytes != NULL;
         if (bytes)
                 memcpy(buf, bytes, size);
         return 0;
+}
+
+static int hex_field(json_object *obj, const char *key, size_t size, bool required, uint8_t *buf, bool *ret_present) {
+        return hex_field_named(obj, key, key, size, required, buf, ret_present);
 }
 
 static int name_field(json_object *obj, const char *key, bool required, TPM2B_NAME *ret) {
@@ -287,70 +293,218 @@ static int pin_kdf_field(json_object *obj, tg_token *t) {
         return 0;
 }
 
+static const char blob_name[] = "blob";
+
 /* The sealed object must be exactly the kind of object tpmguard creates (see token.h). */
-static int sealed_public_check(const TPMT_PUBLIC *p, bool pin, const TPM2B_DIGEST *policy_hash) {
+static int sealed_public_check(const char *field, const TPMT_PUBLIC *p, bool pin, const TPM2B_DIGEST *policy_hash) {
         TPMA_OBJECT allowed = TG_SEALED_ATTRIBUTES_REQUIRED | TG_SEALED_ATTRIBUTES_OPTIONAL |
                               (pin ? 0 : TG_SEALED_ATTRIBUTES_NO_PIN_OPTIONAL);
         TPMA_OBJECT a = p->objectAttributes;
 
         if (p->type != TPM2_ALG_KEYEDHASH)
-                return token_error("blob", "sealed object has type 0x%04x, expected KEYEDHASH (0x0008)", p->type);
+                return token_error(field, "sealed object has type 0x%04x, expected KEYEDHASH (0x0008)", p->type);
         if (p->nameAlg != TPM2_ALG_SHA256)
-                return token_error("blob", "sealed object has nameAlg 0x%04x, expected SHA-256 (0x000b)", p->nameAlg);
+                return token_error(field, "sealed object has nameAlg 0x%04x, expected SHA-256 (0x000b)", p->nameAlg);
         if (p->parameters.keyedHashDetail.scheme.scheme != TPM2_ALG_NULL)
-                return token_error("blob", "sealed object has scheme 0x%04x, expected NULL (a sealed data object)",
+                return token_error(field, "sealed object has scheme 0x%04x, expected NULL (a sealed data object)",
                                    p->parameters.keyedHashDetail.scheme.scheme);
         if ((a & TG_SEALED_ATTRIBUTES_REQUIRED) != TG_SEALED_ATTRIBUTES_REQUIRED)
-                return token_error("blob", "sealed object attributes 0x%08" PRIx32 " lack fixedTPM or fixedParent", a);
+                return token_error(field, "sealed object attributes 0x%08" PRIx32 " lack fixedTPM or fixedParent", a);
         if (a & TPMA_OBJECT_USERWITHAUTH)
-                return token_error("blob", "sealed object has userWithAuth set, which would bypass the PCR policy");
+                return token_error(field, "sealed object has userWithAuth set, which would bypass the PCR policy");
         if (a & TPMA_OBJECT_SENSITIVEDATAORIGIN)
-                return token_error("blob", "sealed object has sensitiveDataOrigin set, it cannot hold our key");
+                return token_error(field, "sealed object has sensitiveDataOrigin set, it cannot hold our key");
         if (pin && (a & TPMA_OBJECT_NODA))
-                return token_error("blob", "sealed object has noDA set although \"pin\" is true: PIN guesses would not be rate-limited");
+                return token_error(field, "sealed object has noDA set although \"pin\" is true: PIN guesses would not be rate-limited");
         if (a & ~allowed)
-                return token_error("blob", "sealed object attributes 0x%08" PRIx32 " include bits tpmguard never sets (0x%08" PRIx32 ")",
+                return token_error(field, "sealed object attributes 0x%08" PRIx32 " include bits tpmguard never sets (0x%08" PRIx32 ")",
                                    a, a & ~allowed);
         if (p->unique.keyedHash.size != 32)
-                return token_error("blob", "sealed object unique is %u bytes, expected 32", p->unique.keyedHash.size);
+                return token_error(field, "sealed object unique is %u bytes, expected 32", p->unique.keyedHash.size);
         if (p->authPolicy.size != policy_hash->size ||
             memcmp(p->authPolicy.buffer, policy_hash->buffer, policy_hash->size) != 0)
-                return token_error("blob", "blob policy does not match policy_hash");
+                return token_error(field, "blob policy does not match %s", field == blob_name ? "policy_hash" : "the policy its fields describe");
         return 0;
 }
 
 /* base64(TPM2B_PRIVATE ‖ TPM2B_PUBLIC), each unmarshalled with nothing left over. */
-static int blob_field(json_object *obj, tg_token *t) {
+static int blob_field(json_object *obj, const char *field, TPM2B_PRIVATE *priv, TPM2B_PUBLIC *pub) {
         _cleanup_free_ uint8_t *blob = NULL;
         json_object *v;
         size_t size = 0, off = 0, public_start;
         TSS2_RC rc;
         int r;
 
-        r = field_get(obj, "blob", "blob", json_type_string, true, &v);
+        r = field_get(obj, "blob", field, json_type_string, true, &v);
         if (r < 0)
                 return r;
-        r = base64_decode_strict("blob", json_object_get_string(v), BLOB_MAX, &blob, &size);
+        r = base64_decode_strict(field, json_object_get_string(v), BLOB_MAX, &blob, &size);
         if (r < 0)
                 return r;
 
-        t->private_blob = (TPM2B_PRIVATE) {};
-        rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(blob, size, &off, &t->private_blob);
+        *priv = (TPM2B_PRIVATE) {};
+        rc = Tss2_MU_TPM2B_PRIVATE_Unmarshal(blob, size, &off, priv);
         if (rc != TSS2_RC_SUCCESS)
-                return token_error("blob", "malformed TPM2B_PRIVATE: %s", Tss2_RC_Decode(rc));
-        if (t->private_blob.size == 0)
-                return token_error("blob", "empty TPM2B_PRIVATE");
+                return token_error(field, "malformed TPM2B_PRIVATE: %s", Tss2_RC_Decode(rc));
+        if (priv->size == 0)
+                return token_error(field, "empty TPM2B_PRIVATE");
 
         public_start = off;
-        t->public_blob = (TPM2B_PUBLIC) {};
-        rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(blob, size, &off, &t->public_blob);
+        *pub = (TPM2B_PUBLIC) {};
+        rc = Tss2_MU_TPM2B_PUBLIC_Unmarshal(blob, size, &off, pub);
         if (rc != TSS2_RC_SUCCESS)
-                return token_error("blob", "malformed TPM2B_PUBLIC: %s", Tss2_RC_Decode(rc));
-        if (off - public_start != 2u + t->public_blob.size)
-                return token_error("blob", "TPM2B_PUBLIC size %u does not match its %zu-byte public area",
-                                   t->public_blob.size, off - public_start - 2);
+                return token_error(field, "malformed TPM2B_PUBLIC: %s", Tss2_RC_Decode(rc));
+        if (off - public_start != 2u + pub->size)
+                return token_error(field, "TPM2B_PUBLIC size %u does not match its %zu-byte public area",
+                                   pub->size, off - public_start - 2);
         if (off != size)
-                return token_error("blob", "%zu trailing bytes after TPM2B_PRIVATE ‖ TPM2B_PUBLIC", size - off);
+                return token_error(field, "%zu trailing bytes after TPM2B_PRIVATE ‖ TPM2B_PUBLIC", size - off);
+        return 0;
+}
+
+const char *tg_alt_kind_to_string(tg_alt_kind kind) {
+        return kind == TG_ALT_GRACE ? "grace" : kind == TG_ALT_PREDICTED ? "predicted" : NULL;
+}
+
+/*
+ * One element of "alternates". Its policy is recomputed from its own fields (the grace's bound,
+ * the predicted pcrDigest under the main token's bank and PCRs) and must be the blob's authPolicy:
+ * an edited bound or digest is refused here, and a blob under another policy (a widened one, or a
+ * template rewritten in flight at prepare) too. Nothing else is trusted from it.
+ */
+static int alt_field(json_object *e, size_t i, const tg_token *t, tg_token_alt *ret) {
+        char field[64], sub[80];
+        tg_token_alt a = {};
+        json_object *v;
+        const char *kind;
+        int r;
+
+        (void) snprintf(field, sizeof field, "alternates[%zu]", i);
+        if (!json_object_is_type(e, json_type_object))
+                return token_error(field, "is not an object");
+        (void) snprintf(sub, sizeof sub, "%s.kind", field);
+        r = field_get(e, "kind", sub, json_type_string, true, &v);
+        if (r < 0)
+                return r;
+        kind = json_object_get_string(v);
+        if (strcmp(kind, "grace") == 0)
+                a.kind = TG_ALT_GRACE;
+        else if (strcmp(kind, "predicted") == 0)
+                a.kind = TG_ALT_PREDICTED;
+        else
+                return token_error(sub, "unknown kind \"%.32s\" (grace, predicted)", kind);
+        if (tg_token_alt_find(t, a.kind))
+                return token_error(sub, "a second \"%s\" alternate", kind);
+
+        if (a.kind == TG_ALT_GRACE) {
+                int64_t n;
+
+                (void) snprintf(sub, sizeof sub, "%s.reset_count_max", field);
+                r = field_get(e, "reset_count_max", sub, json_type_int, true, &v);
+                if (r < 0)
+                        return r;
+                n = json_object_get_int64(v);
+                if (n < 0 || n > UINT32_MAX)
+                        return token_error(sub, "%" PRId64 " is not a TPM resetCount (0..%" PRIu32 ")", n, UINT32_MAX);
+                a.reset_count_max = (uint32_t) n;
+                if (json_object_object_get_ex(e, "pcr_digest", NULL))
+                        return token_error(field, "a grace alternate has no \"pcr_digest\"");
+                r = tg_policy_digest_grace(a.reset_count_max, &a.policy_hash);
+        } else {
+                bool present;
+
+                (void) snprintf(sub, sizeof sub, "%s.pcr_digest", field);
+                a.pcr_digest.size = 32;
+                r = hex_field_named(e, "pcr_digest", sub, 32, true, a.pcr_digest.buffer, &present);
+                if (r < 0)
+                        return r;
+                if (json_object_object_get_ex(e, "reset_count_max", NULL))
+                        return token_error(field, "a predicted alternate has no \"reset_count_max\"");
+                r = tg_policy_digest_compute(t->pcr_bank, t->pcr_mask, &a.pcr_digest, true, &a.policy_hash);
+        }
+        if (r < 0)
+                return r;
+
+        (void) snprintf(sub, sizeof sub, "%s.blob", field);
+        r = blob_field(e, sub, &a.private_blob, &a.public_blob);
+        if (r < 0)
+                return r;
+        r = sealed_public_check(sub, &a.public_blob.publicArea, true, &a.policy_hash);
+        if (r < 0)
+                return r;
+        *ret = a;
+        return 0;
+}
+
+/* "alternates": absent, or 1..TG_ALT_MAX alternates of a format 2 PIN token with PCRs. */
+static int alternates_field(json_object *obj, tg_token *t) {
+        json_object *v;
+        size_t n;
+        int r;
+
+        t->n_alt = 0;
+        if (!json_object_object_get_ex(obj, "alternates", NULL))
+                return 0;
+        r = field_get(obj, "alternates", "alternates", json_type_array, true, &v);
+        if (r < 0)
+                return r;
+        /* A seal that opens without the PCR policy must need the PIN, and a format 2 one: what the
+         * TPM holds for it is masked by the PIN's Argon2id like the main seal's. */
+        if (!t->pin || t->version < 2)
+                return token_error("alternates", "present in a %s token; only a format 2 PIN token has them",
+                                   t->pin ? "format 1" : "no-PIN");
+        if (t->pcr_mask == 0)
+                return token_error("alternates", "present in a token sealed to no PCR, which needs none");
+        n = json_object_array_length(v);
+        if (n == 0 || n > TG_ALT_MAX)
+                return token_error("alternates", "%zu alternates, 1..%u allowed", n, TG_ALT_MAX);
+        for (size_t i = 0; i < n; i++) {
+                r = alt_field(json_object_array_get_idx(v, i), i, t, &t->alt[t->n_alt]);
+                if (r < 0)
+                        return r;
+                t->n_alt++;
+        }
+        return 0;
+}
+
+const tg_token_alt *tg_token_alt_find(const tg_token *t, tg_alt_kind kind) {
+        for (unsigned i = 0; i < t->n_alt && i < TG_ALT_MAX; i++)
+                if (t->alt[i].kind == kind)
+                        return &t->alt[i];
+        return NULL;
+}
+
+void tg_token_alt_view(const tg_token *t, const tg_token_alt *a, tg_token *ret) {
+        tg_token view = *t;
+
+        view.n_alt = 0;
+        memset(view.alt, 0, sizeof view.alt);
+        view.private_blob = a->private_blob;
+        view.public_blob = a->public_blob;
+        view.policy_hash = a->policy_hash;
+        view.pcr_digest = a->pcr_digest;
+        view.grace = a->kind == TG_ALT_GRACE;
+        view.reset_count_max = a->reset_count_max;
+        if (view.grace)
+                view.pcr_mask = 0;
+        *ret = view;
+        explicit_bzero(&view, sizeof view);
+}
+
+int tg_token_alt_put(tg_token *t, const tg_token_alt *a) {
+        unsigned i;
+
+        if (!t->pin || t->version < 2 || t->pcr_mask == 0)
+                return log_error_rc(-TG_ERR_INVALID, "Only a format 2 PIN token sealed to PCRs takes an update seal "
+                                    "(format 1: 'tpmguard change-pin' upgrades it).");
+        for (i = 0; i < t->n_alt; i++)
+                if (t->alt[i].kind == a->kind)
+                        break;
+        if (i >= TG_ALT_MAX)
+                return log_error_rc(-TG_ERR_INVALID, "The token holds %u update seals already.", TG_ALT_MAX);
+        t->alt[i] = *a;
+        if (i == t->n_alt)
+                t->n_alt++;
         return 0;
 }
 
@@ -420,10 +574,13 @@ int tg_token_from_json(json_object *jobj, tg_token *ret) {
         if (r < 0)
                 return r;
 
-        r = blob_field(jobj, &t);
+        r = blob_field(jobj, blob_name, &t.private_blob, &t.public_blob);
         if (r < 0)
                 return r;
-        r = sealed_public_check(&t.public_blob.publicArea, t.pin, &t.policy_hash);
+        r = sealed_public_check(blob_name, &t.public_blob.publicArea, t.pin, &t.policy_hash);
+        if (r < 0)
+                return r;
+        r = alternates_field(jobj, &t);
         if (r < 0)
                 return r;
 
@@ -474,20 +631,62 @@ static int json_add_base64(json_object *obj, const char *key, const uint8_t *dat
         return json_add(obj, key, json_object_new_string(b64));
 }
 
-static int blob_marshal(const tg_token *t, uint8_t **ret, size_t *ret_size) {
+static int blob_marshal(const TPM2B_PRIVATE *priv, const TPM2B_PUBLIC *pub, uint8_t **ret, size_t *ret_size) {
         _cleanup_free_ uint8_t *buf = malloc(BLOB_MAX);
         size_t off = 0;
         TSS2_RC rc;
 
         if (!buf)
                 return -TG_ERR_NOMEM;
-        rc = Tss2_MU_TPM2B_PRIVATE_Marshal(&t->private_blob, buf, BLOB_MAX, &off);
+        rc = Tss2_MU_TPM2B_PRIVATE_Marshal(priv, buf, BLOB_MAX, &off);
         if (rc == TSS2_RC_SUCCESS)
-                rc = Tss2_MU_TPM2B_PUBLIC_Marshal(&t->public_blob, buf, BLOB_MAX, &off);
+                rc = Tss2_MU_TPM2B_PUBLIC_Marshal(pub, buf, BLOB_MAX, &off);
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_TOKEN, "Cannot marshal the sealed object for the token: %s", Tss2_RC_Decode(rc));
         *ret = TAKE_PTR(buf);
         *ret_size = off;
+        return 0;
+}
+
+static int alternates_to_json(const tg_token *t, json_object *obj) {
+        json_object *arr;
+        int r;
+
+        if (t->n_alt == 0)
+                return 0;
+        if (t->n_alt > TG_ALT_MAX)
+                return log_error_rc(-TG_ERR_TOKEN, "token field \"alternates\": %u alternates", t->n_alt);
+        arr = json_object_new_array();
+        r = json_add(obj, "alternates", arr);
+        if (r < 0)
+                return r;
+        for (unsigned i = 0; i < t->n_alt; i++) {
+                const tg_token_alt *a = &t->alt[i];
+                _cleanup_free_ uint8_t *blob = NULL;
+                json_object *e = json_object_new_object();
+                size_t blob_size = 0;
+
+                if (!e || json_object_array_add(arr, e) < 0) {
+                        json_object_put(e);
+                        return -TG_ERR_NOMEM;
+                }
+                r = json_add(e, "kind", json_object_new_string(tg_alt_kind_to_string(a->kind) ?: "?"));
+                if (r < 0)
+                        return r;
+                if (a->kind == TG_ALT_GRACE)
+                        r = json_add(e, "reset_count_max", json_object_new_int64(a->reset_count_max));
+                else
+                        r = json_add_hex(e, "pcr_digest", a->pcr_digest.buffer,
+                                         a->pcr_digest.size <= sizeof a->pcr_digest.buffer ? a->pcr_digest.size : 0);
+                if (r < 0)
+                        return r;
+                r = blob_marshal(&a->private_blob, &a->public_blob, &blob, &blob_size);
+                if (r < 0)
+                        return r;
+                r = json_add_base64(e, "blob", blob, blob_size);
+                if (r < 0)
+                        return r;
+        }
         return 0;
 }
 
@@ -504,7 +703,7 @@ int tg_token_to_json(const tg_token *t, json_object **ret) {
         bank = tg_pcr_bank_to_string(t->pcr_bank);
         if (!bank)
                 return log_error_rc(-TG_ERR_TOKEN, "token field \"pcr_bank\": unknown PCR bank 0x%04x", t->pcr_bank);
-        r = blob_marshal(t, &blob, &blob_size);
+        r = blob_marshal(&t->private_blob, &t->public_blob, &blob, &blob_size);
         if (r < 0)
                 return r;
 
@@ -581,6 +780,10 @@ int tg_token_to_json(const tg_token *t, json_object **ret) {
                 if (r < 0)
                         return r;
         }
+
+        r = alternates_to_json(t, obj);
+        if (r < 0)
+                return r;
 
         /* Never write a token that the reader would reject. */
         r = tg_token_from_json(obj, &check);
@@ -690,4 +893,15 @@ void tg_token_dump(const tg_token *t, void (*print)(const char *line, void *user
         } else
                 (void) snprintf(line, sizeof line, "\tEK signing key:  (not recorded)");
         print(line, userdata);
+        for (unsigned i = 0; i < t->n_alt && i < TG_ALT_MAX; i++) {
+                if (t->alt[i].kind == TG_ALT_GRACE)
+                        (void) snprintf(line, sizeof line, "\tUpdate seal:     grace, PIN alone while the TPM's "
+                                        "resetCount <= %" PRIu32 " ('tpmguard update finish' ends it)",
+                                        t->alt[i].reset_count_max);
+                else {
+                        hex_to_buf(t->alt[i].pcr_digest.buffer, t->alt[i].pcr_digest.size, hex, sizeof hex);
+                        (void) snprintf(line, sizeof line, "\tUpdate seal:     predicted PCR values (digest %s)", hex);
+                }
+                print(line, userdata);
+        }
 }

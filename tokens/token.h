@@ -74,6 +74,33 @@
 #define TG_SEALED_ATTRIBUTES_OPTIONAL (TPMA_OBJECT_ADMINWITHPOLICY)
 #define TG_SEALED_ATTRIBUTES_NO_PIN_OPTIONAL (TPMA_OBJECT_NODA)
 
+/*
+ * Alternate seals (docs/design.md "Updates", docs/token-format.md "alternates"): the same
+ * masked secret under the same PIN authValue (the main seal's pin_kdf salt and parameters),
+ * each under a policy of its own, for an update of the boot chain:
+ *  - grace: no PCRs; the TPM's resetCount at most reset_count_max (tokens/policy.h), so it
+ *    opens with the PIN alone for the boots up to that count and never after;
+ *  - predicted: the main policy's PCRs with the values an update will produce (pcr_digest).
+ * Only a format 2 PIN token has them, at most one of each kind. The reader recomputes each one's
+ * policy from its fields and refuses a blob whose authPolicy differs: the fields shown and used
+ * are what the TPM enforces.
+ */
+#define TG_ALT_MAX 2u
+#define TG_GRACE_BOOTS_MAX 16u
+typedef enum tg_alt_kind {
+        TG_ALT_GRACE = 1,
+        TG_ALT_PREDICTED = 2,
+} tg_alt_kind;
+
+typedef struct tg_token_alt {
+        tg_alt_kind kind;
+        TPM2B_PRIVATE private_blob;
+        TPM2B_PUBLIC public_blob;
+        TPM2B_DIGEST policy_hash;        /* recomputed by the reader from the fields below */
+        uint32_t reset_count_max;        /* grace */
+        TPM2B_DIGEST pcr_digest;         /* predicted: PolicyPCR's pcrDigest of the predicted values */
+} tg_token_alt;
+
 typedef struct tg_token {
         unsigned version;
         TPM2B_PRIVATE private_blob;
@@ -88,7 +115,25 @@ typedef struct tg_token {
         TPM2B_NAME parent_name;
         TPM2B_NAME ek_signing_key_name;  /* size 0 if absent */
         int keyslot;                     /* -1 if none */
+        unsigned n_alt;                  /* alternates, 0..TG_ALT_MAX */
+        tg_token_alt alt[TG_ALT_MAX];
+        /* Not stored: */
+        TPM2B_DIGEST pcr_digest;         /* tg_seal(): the pcrDigest it sealed to */
+        bool grace;                      /* a view of a grace alternate (tg_token_alt_view()) */
+        uint32_t reset_count_max;        /* its bound */
 } tg_token;
+
+/* The alternate of this kind, or NULL. */
+const tg_token_alt *tg_token_alt_find(const tg_token *t, tg_alt_kind kind);
+/*
+ * The token as seen through alternate a: its blob and policy, the main token's PIN KDF and
+ * parent, no alternates; a grace view has no PCRs and grace set. tg_unseal() takes it.
+ */
+void tg_token_alt_view(const tg_token *t, const tg_token_alt *a, tg_token *ret);
+/* Adds a (replacing an alternate of its kind); -TG_ERR_INVALID when the token cannot hold it. */
+int tg_token_alt_put(tg_token *t, const tg_token_alt *a);
+/* "grace" or "predicted". */
+const char *tg_alt_kind_to_string(tg_alt_kind kind);
 
 /* Validates a LUKS2 token object; strict on known keys, ignores unknown keys. */
 int tg_token_from_json(json_object *jobj, tg_token *ret);

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
+#include <errno.h>
+#include <inttypes.h>
 #include <openssl/evp.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "binding.h"
 #include "config.h"
@@ -10,6 +13,7 @@
 #include "seal.h"
 #include "token.h"
 #include "unlock.h"
+#include "util.h"
 #include "vcache.h"
 #include "verify.h"
 
@@ -45,6 +49,111 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
         return NULL;
 }
 
+/* See unlock.h: one typed PIN, one Unseal. */
+int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *ret, tg_alt_kind *ret_kind,
+                          bool *ret_usable) {
+        static const tg_alt_kind order[] = { TG_ALT_PREDICTED, TG_ALT_GRACE };
+        bool satisfied = false;
+        tg_token view;
+        int r;
+
+        r = tg_token_policy_satisfied(v, token, &satisfied);
+        if (r < 0)
+                return r;
+        if (satisfied || token->n_alt == 0) {
+                *ret = *token;
+                *ret_kind = 0;
+                if (ret_usable)
+                        *ret_usable = satisfied;
+                return 0;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(order); i++) {
+                const tg_token_alt *a = tg_token_alt_find(token, order[i]);
+
+                if (!a)
+                        continue;
+                tg_token_alt_view(token, a, &view);
+                r = tg_token_policy_satisfied(v, &view, &satisfied);
+                if (r < 0)
+                        return r;
+                if (satisfied || order[i] == TG_ALT_GRACE) {
+                        *ret = view;
+                        *ret_kind = order[i];
+                        if (ret_usable)
+                                *ret_usable = satisfied;
+                        return 0;
+                }
+        }
+        *ret = *token;
+        *ret_kind = 0;
+        if (ret_usable)
+                *ret_usable = false;
+        return 0;
+}
+
+/* A LUKS UUID fit for a file name: hex digits and dashes (the header is the attacker's). */
+static bool uuid_ok(const char *uuid) {
+        size_t n = uuid ? strlen(uuid) : 0;
+
+        if (n == 0 || n > 36)
+                return false;
+        for (size_t i = 0; i < n; i++)
+                if (!((uuid[i] >= '0' && uuid[i] <= '9') || (uuid[i] >= 'a' && uuid[i] <= 'f') ||
+                      (uuid[i] >= 'A' && uuid[i] <= 'F') || uuid[i] == '-'))
+                        return false;
+        return true;
+}
+
+/*
+ * After an unlock through an update seal: cache_dir/update-pending/<LUKS UUID>, which
+ * tpmguard-update-finish.service waits for (ConditionDirectoryNotEmpty). It holds no secret,
+ * only which seal opened the volume and the device path of this boot; its presence only makes
+ * the unit ask for the PIN and run 'tpmguard update finish', which checks everything again.
+ * Best effort: the unlock succeeded.
+ */
+static void update_marker_write(const tg_config *config, struct crypt_device *cd, tg_alt_kind kind) {
+        _cleanup_free_ char *dir = NULL, *path = NULL, *data = NULL;
+        const char *uuid = cd ? crypt_get_uuid(cd) : NULL, *device = cd ? crypt_get_device_name(cd) : NULL;
+
+        if (!uuid_ok(uuid) || !config->cache_dir)
+                return;
+        /* The device path this boot opened (a line of its own: no newline in it), for the unit. */
+        if (device && (device[0] != '/' || strchr(device, '\n')))
+                device = NULL;
+        if (tg_asprintf(&dir, "%s/" TG_UPDATE_PENDING_DIR, config->cache_dir) < 0 ||
+            tg_asprintf(&path, "%s/%s", dir, uuid) < 0 ||
+            tg_asprintf(&data, "seal=%s\n%s%s%s", tg_alt_kind_to_string(kind), device ? "device=" : "",
+                        device ?: "", device ? "\n" : "") < 0)
+                return;
+        (void) mkdir(config->cache_dir, 0700);
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                log_debug("Cannot create %s: %m", dir);
+                return;
+        }
+        if (tg_write_file_atomic(path, data, strlen(data), 0600) < 0)
+                log_debug("Cannot write %s.", path);
+}
+
+/* The message after an unlock through an update seal: which seal, how long the grace lasts, what to run. */
+/* Said at the normal level (libcryptsetup shows it without -v): the user has something to run. */
+static void update_notice(tg_verified_tpm *v, struct crypt_device *cd, const tg_token *view, tg_alt_kind kind) {
+        const char *device = cd ? crypt_get_device_name(cd) : NULL;
+        uint32_t reset_count;
+
+        if (kind == TG_ALT_PREDICTED) {
+                log_warning("Unlocked with the predicted update seal (the PCR values changed as 'tpmguard update "
+                            "prepare' was told). Run 'tpmguard update finish %s' (tpmguard-update-finish.service "
+                            "does after this boot).", device ?: "DEVICE");
+                return;
+        }
+        if (tg_vtpm_reset_count(v, &reset_count) >= 0 && reset_count <= view->reset_count_max)
+                log_warning("Unlocked with the update grace, %" PRIu32 " boot(s) left after this one; run "
+                            "'tpmguard update finish %s' (tpmguard-update-finish.service does after this boot).",
+                            view->reset_count_max - reset_count, device ?: "DEVICE");
+        else
+                log_warning("Unlocked with the update grace; run 'tpmguard update finish %s'.", device ?: "DEVICE");
+}
+
 /*
  * Called without a PIN (libcryptsetup's first call): -TG_ERR_PIN_NEEDED, which makes
  * systemd-cryptsetup and cryptsetup ask for one, only when a PIN can work. A user asked for a
@@ -63,6 +172,8 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
         const char *device = cd ? crypt_get_device_name(cd) : NULL;
         char pcrs[96];
         bool satisfied = true;
+        tg_alt_kind kind = 0;
+        tg_token view;
         tg_da_state da;
         int r;
 
@@ -88,16 +199,25 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                                     da.in_lockout ? "the TPM is in dictionary-attack lockout" :
                                     "only the reserved TPM dictionary-attack tries remain",
                                     config->pin_da_reserve, config->path, da.recovery_seconds);
-        if (token->pcr_mask && tg_token_policy_satisfied(v, token, &satisfied) >= 0 && !satisfied) {
+        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied) >= 0 && !satisfied) {
                 tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
                 return log_error_rc(-TG_ERR_PCR_MISMATCH,
                                     "Not asking for the PIN: the %s values of PCR %s no longer match the token's "
-                                    "sealed policy (a PCR mismatch), so no PIN can unlock it (firmware, boot loader "
-                                    "or Secure Boot "
-                                    "settings changed?). Unlock with the recovery passphrase, then run "
-                                    "'tpmguard reseal %s' (it asks for that passphrase).",
-                                    tg_pcr_bank_to_string(token->pcr_bank), pcrs, device ?: "DEVICE");
+                                    "sealed policy (a PCR mismatch)%s, so no PIN can unlock it (firmware, boot "
+                                    "loader or Secure Boot settings changed?). Unlock with the recovery passphrase, "
+                                    "then run 'tpmguard reseal %s' (it asks for that passphrase). Before the next "
+                                    "update, 'tpmguard update prepare %s' lets the boots after it unlock with the "
+                                    "PIN alone.",
+                                    tg_pcr_bank_to_string(token->pcr_bank), pcrs,
+                                    kind == TG_ALT_GRACE ? " and its update grace has expired" : "",
+                                    device ?: "DEVICE", device ?: "DEVICE");
         }
+        if (kind == TG_ALT_GRACE)
+                log_notice("The PCR values changed; the update grace of 'tpmguard update prepare' opens %s with the "
+                           "PIN.", device ?: "the volume");
+        else if (kind == TG_ALT_PREDICTED)
+                log_notice("The PCR values changed as predicted; the update seal opens %s with the PIN.",
+                           device ?: "the volume");
         return -TG_ERR_PIN_NEEDED;
 }
 
@@ -109,7 +229,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         tg_da_state da;
         bool da_known = false;
         unsigned *wrong;
-        tg_token token;
+        tg_token token, seal;
+        tg_alt_kind kind = 0;
         int r;
 
         r = tg_token_from_string(token_json, &token);
@@ -127,10 +248,20 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         if (token.pin && !pin)
                 return pin_can_work(cd, config, &token);
 
-        /* One unseal and nothing after it: the session ends with its last command (no FlushContext). */
-        r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = true }, NULL, &v);
+        /*
+         * One unseal and nothing after it: the session ends with its last command (no FlushContext).
+         * A token with update seals keeps the HMAC session: the seal is chosen from audited reads
+         * first (tg_unlock_choose_seal()).
+         */
+        r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = token.n_alt == 0 }, NULL, &v);
         if (r < 0)
                 return r;
+        seal = token;
+        if (token.n_alt > 0) {
+                r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL);
+                if (r < 0)
+                        return r;
+        }
 
         if (token.pin) {
                 /*
@@ -166,7 +297,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                                             config->pin_da_reserve, config->path, da.recovery_seconds);
         }
 
-        r = tg_unseal(v, &token, pin, &secret);
+        r = tg_unseal(v, &seal, pin, &secret);
+        explicit_bzero(&seal, sizeof seal);
         if (r == -TG_ERR_BAD_PIN) {
                 unsigned spendable = 1;
 
@@ -201,6 +333,11 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 r = tg_volume_binding_check(config->state_dir, cd, token.keyslot, secret);
                 if (r < 0)
                         return r;
+        }
+        if (kind != 0) {
+                tg_token_alt_view(&token, tg_token_alt_find(&token, kind), &seal);
+                update_notice(v, cd, &seal, kind);
+                update_marker_write(config, cd, kind);
         }
         *ret_passphrase = TAKE_PTR(secret);
         return 0;

@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include "secret.h"
+#include "token.h"
+#include "verify.h"
 
 /*
  * PIN attempts per token within one process (cryptsetup and
@@ -52,6 +54,27 @@ typedef struct tg_pin_attempts {
  */
 int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
                          tg_pin_attempts *attempts, tg_secret **ret_passphrase);
+
+/*
+ * The seal of a token with update seals (token.h, alternates) that the TPM is asked to
+ * unseal: the main seal when its PCR policy holds now, else the predicted seal when its
+ * policy holds, else the grace (whose resetCount bound the TPM checks in PolicyCounterTimer,
+ * before the PIN). Chosen before the PIN-bearing Unseal from values read over the verified
+ * audit session, so that one typed PIN is one Unseal, one dictionary-attack try at most: a
+ * policy the TPM refuses fails before the authValue is checked, and no second seal is ever
+ * tried with the same PIN (an interposer that forged a policy failure over a wrong PIN's
+ * failure would otherwise have each typed PIN spend two tries). *ret_kind is 0 for the main
+ * seal. ret_usable (optional): whether the chosen seal's policy holds now. v must have its
+ * HMAC session (not one-shot).
+ */
+int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *ret, tg_alt_kind *ret_kind,
+                          bool *ret_usable);
+
+/*
+ * Where an unlock through an update seal leaves its secret-free marker, under cache_dir:
+ * update-pending/<LUKS UUID> (tpmguard-update-finish.service, 'tpmguard update finish --from-marker').
+ */
+#define TG_UPDATE_PENDING_DIR "update-pending"
 
 /* The number of DA tries an unlock may still spend: remaining minus reserve, 0 when none. */
 unsigned tg_pin_da_spendable(bool in_lockout, uint32_t failures, uint32_t max_failures, unsigned reserve);

@@ -119,6 +119,14 @@ op unlock-plugin-no-pin   enrolled cold inject
 # attack on the verification, fails closed (exit 3) instead of vouching for
 # the log.
 op pcrs                   enrolled cold certify pcrread
+# The update path (issue 30, docs/design.md §9.2): update prepare's grace (its
+# resetCount read in an audited ReadClock, its seal a CreateLoaded), update
+# finish over the grace after PCR 7 changed (the PCR values it binds to read
+# over the audit session), and the plugin's unlock through the grace (the seal
+# chosen from audited reads; the TPM checks the bound and the PIN).
+op update-prepare         enrolled cold certify unseal readclock grace
+op update-finish          enrolled cold certify unseal pcrread grace
+op unlock-plugin-grace    enrolled cold certify load unseal pcrread readclock inject
 
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
@@ -190,6 +198,8 @@ still_unlocks() {
         "$FIXTURE" stop "$WORK/tpm" >/dev/null
         "$FIXTURE" resume "$WORK/tpm" >/dev/null
         "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        # The boot chain's measurements of this boot, as the case's TPM saw them (update-finish).
+        ${after_resume:-true}
         for id in $(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: tpmguard/ {sub(":", "", $1); print $1}'); do
                 for pin in "$WORK/pin" "$WORK/pin2"; do
                         if "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" "$id" \
@@ -340,6 +350,36 @@ run_unlock-plugin-no-pin() {
         expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" "$nopin_token_id" \
                 --secret-out "$WORK/secret.hex" </dev/null
 }
+before_update-prepare() { fetch_enrolled_secret; }
+run_update-prepare() {
+        after_proxy=still_unlocks
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img"
+}
+# Directly, before the proxy: the grace, then a boot chain change (PCR 7).
+prepared_and_changed() {
+        fetch_enrolled_secret
+        "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img" >/dev/null 2>&1 ||
+                { echo "# update prepare failed" >&2; return 1; }
+        extend_pcr7_b
+        tpm_flush_contexts
+}
+extend_pcr7_b() {
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                7:sha256=2222222222222222222222222222222222222222222222222222222222222222 >/dev/null
+}
+before_update-finish() { prepared_and_changed; }
+# Afterwards the token is sealed to the changed PCR 7 (or, refused, still opens through the grace).
+run_update-finish() {
+        after_proxy=still_unlocks after_resume=extend_pcr7_b
+        expect_exit 0 "$TPMGUARD" update finish --pin-file "$WORK/pin" "$WORK/disk.img"
+}
+before_unlock-plugin-grace() { prepared_and_changed; }
+run_unlock-plugin-grace() {
+        rm -f "$WORK/run/null-key.json"
+        after_proxy=fetch_enrolled_secret
+        expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" 0 \
+                --secret-out "$WORK/secret.hex" <"$WORK/pin"
+}
 run_verify-no-null-name() {
         without_null_name
         run_verify
@@ -438,6 +478,9 @@ mode inject-unseal          inject       --mode inject-unseal
 mode redirect-salt          unseal       --mode redirect-salt --redirect-salt-type policy
 mode tamper-hmac-unseal     unseal       --mode tamper-hmac --tamper-hmac Unseal
 mode extend-before-unseal   unseal       --mode extend-before --extend-before Unseal:1
+# Issue 30: the update seal's CreateLoaded answer altered (its public area, where the
+# authPolicy is: a widened policy, or one without the PIN): the response HMAC fails.
+mode tamper-createloaded    grace        --mode tamper --tamper CreateLoaded:180:0x01
 
 # --- expectations -----------------------------------------------------------
 # What each case must do:
@@ -789,7 +832,7 @@ run_case() {
         boot-reset|anchored-reset)
                 TPM2TOOLS_TCTI="swtpm:path=$WORK/evil.sock" tpm2_getrandom 8 >/dev/null 2>&1 || true ;;
         esac
-        after_proxy=""
+        after_proxy="" after_resume=""
         local rc=0
         "run_$o" >"$WORK/op.out" 2>&1 || rc=$?
         OUT_ALL=$(cat "$WORK/op.out" "$WORK/stderr" 2>/dev/null)

@@ -107,6 +107,12 @@ static void usage(void) {
                         "[--systemd-device TCTI --systemd-version N] [--iterations N] [--remove-before-each FILE] IMAGE\n");
 }
 
+static void log_to_stderr(int level, const char *msg, void *usrptr) {
+        (void) level;
+        (void) usrptr;
+        fputs(msg, stderr);
+}
+
 int main(int argc, char *argv[]) {
         static const struct option options[] = {
                 { "plugin", required_argument, NULL, 'p' },
@@ -192,7 +198,11 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
+        /* The plugins' messages (libcryptsetup prints the normal level on stdout by default) go to
+         * stderr: stdout carries only the JSON. */
         r = crypt_init(&cd, argv[optind]);
+        if (r >= 0)
+                crypt_set_log_callback(cd, log_to_stderr, NULL);
         if (r >= 0)
                 r = crypt_load(cd, CRYPT_LUKS2, NULL);
         if (r < 0) {

@@ -8,6 +8,7 @@
 #include <assert.h>
 
 #include "fuzz.h"
+#include "policy.h"
 #include "token.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
@@ -17,6 +18,23 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static void dump_discard(const char *line, void *userdata) {
         (void) strlen(line);
+}
+
+static int alternates_equal(const tg_token *a, const tg_token *b) {
+        if (a->n_alt != b->n_alt)
+                return 0;
+        for (unsigned i = 0; i < a->n_alt; i++) {
+                const tg_token_alt *x = &a->alt[i], *y = &b->alt[i];
+
+                if (x->kind != y->kind || x->reset_count_max != y->reset_count_max ||
+                    x->pcr_digest.size != y->pcr_digest.size ||
+                    memcmp(x->pcr_digest.buffer, y->pcr_digest.buffer, x->pcr_digest.size) != 0 ||
+                    x->private_blob.size != y->private_blob.size ||
+                    memcmp(x->private_blob.buffer, y->private_blob.buffer, x->private_blob.size) != 0 ||
+                    memcmp(&x->public_blob.publicArea, &y->public_blob.publicArea, sizeof x->public_blob.publicArea) != 0)
+                        return 0;
+        }
+        return 1;
 }
 
 static int token_equal(const tg_token *a, const tg_token *b) {
@@ -35,7 +53,7 @@ static int token_equal(const tg_token *a, const tg_token *b) {
                memcmp(a->parent_name.name, b->parent_name.name, a->parent_name.size) == 0 &&
                a->ek_signing_key_name.size == b->ek_signing_key_name.size &&
                memcmp(a->ek_signing_key_name.name, b->ek_signing_key_name.name, a->ek_signing_key_name.size) == 0 &&
-               a->keyslot == b->keyslot;
+               a->keyslot == b->keyslot && alternates_equal(a, b);
 }
 
 /* What docs/token-format.md promises about every accepted token, checked independently of token.c. */
@@ -71,6 +89,30 @@ static void check_invariants(const tg_token *t) {
                 abort();
         if (t->pin && (t->public_blob.publicArea.objectAttributes & TPMA_OBJECT_NODA))
                 abort();                                        /* a PIN-protected object counts towards DA */
+        /* Update seals: at most two, one of each kind, only in a format 2 PIN token, each a DA-protected
+         * sealed object whose authPolicy is the policy its fields describe (the grace's bound, the
+         * predicted digest), so no edit of the header widens one. */
+        if (t->n_alt > TG_ALT_MAX || (t->n_alt > 0 && (t->version != 2 || !t->pin)))
+                abort();
+        for (unsigned i = 0; i < t->n_alt; i++) {
+                const tg_token_alt *a = &t->alt[i];
+                TPM2B_DIGEST policy;
+
+                if (a->kind != TG_ALT_GRACE && a->kind != TG_ALT_PREDICTED)
+                        abort();
+                if (i == 1 && a->kind == t->alt[0].kind)
+                        abort();
+                if (a->kind == TG_ALT_GRACE ? tg_policy_digest_grace(a->reset_count_max, &policy) != 0 :
+                    tg_policy_digest_compute(t->pcr_bank, t->pcr_mask, &a->pcr_digest, true, &policy) != 0)
+                        abort();
+                if (a->public_blob.publicArea.authPolicy.size != 32 ||
+                    memcmp(a->public_blob.publicArea.authPolicy.buffer, policy.buffer, 32) != 0)
+                        abort();
+                if ((a->public_blob.publicArea.objectAttributes & TG_SEALED_ATTRIBUTES_REQUIRED) !=
+                    TG_SEALED_ATTRIBUTES_REQUIRED || (a->public_blob.publicArea.objectAttributes & TPMA_OBJECT_NODA) ||
+                    a->private_blob.size == 0)
+                        abort();
+        }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

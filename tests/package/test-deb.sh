@@ -150,6 +150,9 @@ if [ -d "$SRC/units" ]; then
         check "system-sleep hook (suspend, hibernate) in $sleepdir" test -x "$R$sleepdir/tpmguard"
         check "systemd-cryptsetup@.service drop-in (quiet tpm2-tss) in $unitdir" \
                 grep -qx "Environment=TSS2_LOG=all+NONE" "$R$unitdir/systemd-cryptsetup@.service.d/tpmguard.conf"
+        check "tpmguard-update-finish.service in $unitdir, waiting for the plugin's markers" \
+                grep -qx "ConditionDirectoryNotEmpty=/run/tpmguard/update-pending" "$R$unitdir/tpmguard-update-finish.service"
+        check "its command in /usr/libexec/tpmguard" test -x "$R/usr/libexec/tpmguard/tpmguard-update-finish"
 else
         skip "tpmguard-verify.service in the systemd unit directory" "no units/ in this tree"
         skip "systemd-cryptsetup@.service drop-in in the systemd unit directory" "no units/ in this tree"

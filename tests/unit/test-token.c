@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "log.h"
+#include "policy.h"
 #include "token.h"
 #include "util.h"
 
@@ -600,6 +601,169 @@ static void test_format2(void **state) {
         assert_null(out);
 }
 
+/*
+ * An alternate's blob: the base blob with its public area's authPolicy set to policy (the
+ * parser checks the public area; the private part is the TPM's to check at Load).
+ */
+static char *alt_blob(const TPM2B_DIGEST *policy) {
+        uint8_t raw[2048], out[2048];
+        TPM2B_PRIVATE priv = {};
+        TPM2B_PUBLIC pub = {};
+        size_t off = 0, n;
+        char *b64;
+        int len;
+
+        len = EVP_DecodeBlock(raw, (const unsigned char *) BLOB_B64, (int) strlen(BLOB_B64));
+        assert_true(len > 0);
+        n = (size_t) len - (BLOB_B64[strlen(BLOB_B64) - 1] == '=') - (BLOB_B64[strlen(BLOB_B64) - 2] == '=');
+        assert_int_equal(Tss2_MU_TPM2B_PRIVATE_Unmarshal(raw, n, &off, &priv), TSS2_RC_SUCCESS);
+        assert_int_equal(Tss2_MU_TPM2B_PUBLIC_Unmarshal(raw, n, &off, &pub), TSS2_RC_SUCCESS);
+        pub.publicArea.authPolicy = *policy;
+        pub.size = 0; /* recomputed by the marshaller */
+        off = 0;
+        assert_int_equal(Tss2_MU_TPM2B_PRIVATE_Marshal(&priv, out, sizeof out, &off), TSS2_RC_SUCCESS);
+        assert_int_equal(Tss2_MU_TPM2B_PUBLIC_Marshal(&pub, out, sizeof out, &off), TSS2_RC_SUCCESS);
+        b64 = malloc(off / 3 * 4 + 8);
+        assert_non_null(b64);
+        EVP_EncodeBlock((unsigned char *) b64, out, (int) off);
+        return b64;
+}
+
+#define PCR_DIGEST_HEX "0101010101010101010101010101010101010101010101010101010101010101"
+
+/* text with every @X@ replaced by values[X - 'A']. */
+static char *substitute(const char *text, const char *const values[3]) {
+        size_t size = strlen(text) + 1;
+        char *out, *p;
+
+        for (const char *q = text; *q; q++)
+                if (q[0] == '@' && q[1] >= 'A' && q[1] <= 'C' && q[2] == '@')
+                        size += strlen(values[q[1] - 'A']);
+        out = p = malloc(size);
+        assert_non_null(out);
+        for (const char *q = text; *q;)
+                if (q[0] == '@' && q[1] >= 'A' && q[1] <= 'C' && q[2] == '@') {
+                        p = stpcpy(p, values[q[1] - 'A']);
+                        q += 3;
+                } else
+                        *p++ = *q++;
+        *p = '\0';
+        return out;
+}
+
+/* base_token_v2 with "alternates" set to the JSON text alternates (@A@: a grace blob for 42, @B@: a predicted
+ * blob for PCR_DIGEST_HEX, @C@: the main blob). */
+static char *token_with_alternates(const char *alternates) {
+        _cleanup_(json_object_putp) json_object *o = json_tokener_parse(base_token_v2);
+        _cleanup_free_ char *grace = NULL, *predicted = NULL, *text = NULL;
+        TPM2B_DIGEST policy, pcr_digest = { .size = 32 };
+        char *s;
+
+        assert_int_equal(tg_policy_digest_grace(42, &policy), 0);
+        grace = alt_blob(&policy);
+        memset(pcr_digest.buffer, 0x01, 32);
+        assert_int_equal(tg_policy_digest_compute(TPM2_ALG_SHA256, 1u << 7, &pcr_digest, true, &policy), 0);
+        predicted = alt_blob(&policy);
+        text = substitute(alternates, (const char *const[3]) { grace, predicted, BLOB_B64 });
+        json_set_path(o, "alternates", text);
+        s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+        assert_non_null(s);
+        return s;
+}
+
+static void expect_reject_alternates(const char *alternates, const char *field, const char *needle) {
+        _cleanup_free_ char *json = token_with_alternates(alternates);
+        expect_reject_string(json, field, needle, alternates);
+}
+
+#define GRACE(n) "{\"kind\":\"grace\",\"reset_count_max\":" #n ",\"blob\":\"@A@\"}"
+#define PREDICTED "{\"kind\":\"predicted\",\"pcr_digest\":\"" PCR_DIGEST_HEX "\",\"blob\":\"@B@\"}"
+
+static void test_alternates(void **state) {
+        _cleanup_free_ char *json = token_with_alternates("[" GRACE(42) "," PREDICTED "]"), *out = NULL;
+        const tg_token_alt *a;
+        tg_token t, t2, view;
+
+        assert_int_equal(tg_token_from_string(json, &t), 0);
+        assert_int_equal(t.n_alt, 2);
+        a = tg_token_alt_find(&t, TG_ALT_GRACE);
+        assert_non_null(a);
+        assert_int_equal(a->reset_count_max, 42);
+        a = tg_token_alt_find(&t, TG_ALT_PREDICTED);
+        assert_non_null(a);
+        assert_int_equal(a->pcr_digest.buffer[0], 0x01);
+        /* Written back byte for byte, and read again. */
+        assert_int_equal(tg_token_to_string(&t, &out), 0);
+        assert_string_equal(out, json);
+        assert_int_equal(tg_token_from_string(out, &t2), 0);
+        assert_int_equal(t2.n_alt, 2);
+        /* A grace view: no PCRs, the bound, the main token's PIN KDF. */
+        tg_token_alt_view(&t, tg_token_alt_find(&t, TG_ALT_GRACE), &view);
+        assert_true(view.grace);
+        assert_int_equal(view.pcr_mask, 0);
+        assert_int_equal(view.reset_count_max, 42);
+        assert_int_equal(view.n_alt, 0);
+        assert_memory_equal(view.pin_salt, t.pin_salt, sizeof t.pin_salt);
+
+        /* An edited bound or digest no longer describes the blob's policy: a longer grace is refused. */
+        expect_reject_alternates("[" GRACE(43) "]", "alternates[0].blob", "the policy its fields describe");
+        expect_reject_alternates("[" GRACE(4294967295) "]", "alternates[0].blob", "the policy its fields describe");
+        expect_reject_alternates("[{\"kind\":\"predicted\",\"pcr_digest\":\"" POLICY_HEX "\",\"blob\":\"@B@\"}]",
+                                 "alternates[0].blob", "the policy its fields describe");
+        /* A blob under another policy: the main one (PCR 7 + PIN, other values), or a grace as predicted. */
+        expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42,\"blob\":\"@C@\"}]",
+                                 "alternates[0].blob", "the policy its fields describe");
+        expect_reject_alternates("[{\"kind\":\"predicted\",\"pcr_digest\":\"" PCR_DIGEST_HEX "\",\"blob\":\"@A@\"}]",
+                                 "alternates[0].blob", "the policy its fields describe");
+        /* Bounded: at most two, one of each kind, each field checked and named. */
+        expect_reject_alternates("[" GRACE(42) "," PREDICTED "," GRACE(42) "]", "alternates", "1..2 allowed");
+        expect_reject_alternates("[]", "alternates", "1..2 allowed");
+        expect_reject_alternates("[" GRACE(42) "," GRACE(42) "]", "alternates[1].kind", "a second \"grace\"");
+        expect_reject_alternates("{}", "alternates", "array");
+        expect_reject_alternates("[7]", "alternates[0]", "not an object");
+        expect_reject_alternates("[{\"kind\":\"forever\",\"blob\":\"@A@\"}]", "alternates[0].kind", "unknown kind");
+        expect_reject_alternates("[{\"blob\":\"@A@\"}]", "alternates[0].kind", "missing");
+        expect_reject_alternates("[" GRACE(-1) "]", "alternates[0].reset_count_max", "not a TPM resetCount");
+        expect_reject_alternates("[" GRACE(4294967296) "]", "alternates[0].reset_count_max", "not a TPM resetCount");
+        expect_reject_alternates("[" GRACE("42") "]", "alternates[0].reset_count_max", "integer");
+        expect_reject_alternates("[{\"kind\":\"grace\",\"blob\":\"@A@\"}]", "alternates[0].reset_count_max", "missing");
+        expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42,\"pcr_digest\":\"" PCR_DIGEST_HEX
+                                 "\",\"blob\":\"@A@\"}]", "alternates[0]", "no \"pcr_digest\"");
+        expect_reject_alternates("[{\"kind\":\"predicted\",\"blob\":\"@B@\"}]", "alternates[0].pcr_digest", "missing");
+        expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42}]", "alternates[0].blob", "missing");
+        expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42,\"blob\":\"AAAA\"}]",
+                                 "alternates[0].blob", "empty TPM2B_PRIVATE");
+
+        /* Only a format 2 PIN token: a seal without PCRs must need the PIN, masked by its Argon2id. */
+        {
+                _cleanup_(json_object_putp) json_object *o = json_tokener_parse(base_token);
+                _cleanup_free_ char *grace = NULL;
+                TPM2B_DIGEST policy;
+                char alt[1024];
+
+                assert_int_equal(tg_policy_digest_grace(42, &policy), 0);
+                grace = alt_blob(&policy);
+                snprintf(alt, sizeof alt, "[{\"kind\":\"grace\",\"reset_count_max\":42,\"blob\":\"%s\"}]", grace);
+                json_set_path(o, "alternates", alt);
+                expect_reject_string(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "alternates",
+                                     "format 1", "format 1 with alternates");
+        }
+
+        /* The writer refuses what the reader would: a grace whose bound was changed after sealing. */
+        t2 = t;
+        t2.alt[0].reset_count_max = 1000;
+        free(TAKE_PTR(out));
+        assert_int_equal(tg_token_to_string(&t2, &out), -TG_ERR_TOKEN);
+        assert_null(out);
+        explicit_bzero(&t2, sizeof t2);
+        /* tg_token_alt_put replaces an alternate of its kind, and refuses a format 1 token. */
+        t2 = t;
+        assert_int_equal(tg_token_alt_put(&t2, &t.alt[0]), 0);
+        assert_int_equal(t2.n_alt, 2);
+        t2.version = 1;
+        assert_int_equal(tg_token_alt_put(&t2, &t.alt[0]), -TG_ERR_INVALID);
+}
+
 static char dump_text[2048];
 
 static void dump_collect(const char *line, void *userdata) {
@@ -649,6 +813,7 @@ int main(void) {
                 cmocka_unit_test(test_reject_document),
                 cmocka_unit_test(test_dump),
                 cmocka_unit_test(test_format2),
+                cmocka_unit_test(test_alternates),
         };
         return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * tpmguard update prepare|finish (docs/design.md "Updates"): before an update of the boot
+ * chain, an update seal in the token (a grace for the next boots, or the predicted PCR
+ * values); after the boot that used it, a new secret sealed to this boot's values.
+ *
+ * The update-pending markers (tokens/unlock.h) only say which volumes to finish: each finish
+ * checks everything again over verified sessions, so an edited or planted marker makes
+ * tpmguard ask for a PIN at most.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd-update.h"
+#include "cmdline.h"
+#include "error.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "luks.h"
+#include "seal.h"
+#include "token-ops.h"
+#include "token.h"
+#include "unlock.h"
+#include "util.h"
+
+static int prepare_one(const cli *c, const tg_config *config, const char *device, const tg_pcr_values *predicted) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        tg_update_result res;
+        tg_token t;
+        int r;
+
+        r = tg_lifecycle_token_peek(device, c->token, &t);
+        if (r < 0)
+                return r;
+        r = cli_read_current_pin(c, &t, &pin);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        r = tg_update_prepare(config, device, c->token, &(tg_update_params) {
+                                      .boots = c->boots ?: 1, .predicted = predicted, .pin = pin }, &res);
+        if (r < 0)
+                return log_error_rc(r, "update prepare %s failed: %s.", device, tg_err_str(r));
+        if (res.kind == TG_ALT_GRACE)
+                printf("%s: token %d opens with the PIN alone, whatever the PCR values, for this boot and the next "
+                       "%" PRIu32 " (the TPM's resetCount %" PRIu32 " now, at most %" PRIu32 "). After the update, "
+                       "'tpmguard update finish %s' binds it to the new values (tpmguard-update-finish.service runs "
+                       "it after a boot that used the grace).\n",
+                       device, res.token, res.reset_count_max - res.reset_count, res.reset_count, res.reset_count_max,
+                       device);
+        else
+                printf("%s: token %d also opens with the predicted PCR values. After the update, 'tpmguard update "
+                       "finish %s' drops the old values (tpmguard-update-finish.service runs it after a boot that "
+                       "used the predicted seal).\n", device, res.token, device);
+        return 0;
+}
+
+/* The marker of a volume (cache_dir/update-pending/<UUID>), NULL when the device has no LUKS UUID fit for one. */
+static int marker_path(const tg_config *config, const char *uuid, char **ret) {
+        for (const char *p = uuid; *p; p++)
+                if (!strchr("0123456789abcdefABCDEF-", *p))
+                        return -TG_ERR_INVALID;
+        if (uuid[0] == '\0' || strlen(uuid) > 36)
+                return -TG_ERR_INVALID;
+        return tg_asprintf(ret, "%s/" TG_UPDATE_PENDING_DIR "/%s", config->cache_dir, uuid);
+}
+
+static int finish_one(const cli *c, const tg_config *config, const char *device, const char *marker) {
+        _cleanup_secret_ tg_secret *pin = NULL;
+        tg_lifecycle_result res;
+        bool nothing = false;
+        tg_token t;
+        int r;
+
+        r = tg_lifecycle_token_peek(device, c->token, &t);
+        if (r < 0)
+                return r;
+        r = cli_read_current_pin(c, &t, &pin);
+        explicit_bzero(&t, sizeof t);
+        if (r < 0)
+                return r;
+        r = tg_update_finish(config, device, c->token, pin, &nothing, &res);
+        if (r < 0)
+                return log_error_rc(r, "update finish %s failed: %s.", device, tg_err_str(r));
+        if (marker && unlink(marker) < 0 && errno != ENOENT)
+                log_warning("Cannot remove %s: %m", marker);
+        if (nothing)
+                printf("%s: nothing to finish (no update seal, and this boot's PCR values open the token).\n", device);
+        else
+                printf("%s: token %d is bound to this boot's PCR values: keyslot %d replaces keyslot %d, the update "
+                       "seals are gone, and the old values no longer unlock.\n", device, res.token, res.keyslot,
+                       res.old_keyslot);
+        return 0;
+}
+
+/* --from-marker without a device: every volume an unlock through an update seal marked. */
+static int finish_markers(const cli *c, const tg_config *config) {
+        _cleanup_free_ char *dir = NULL;
+        DIR *d;
+        struct dirent *de;
+        int r = 0, n = 0;
+
+        if (tg_asprintf(&dir, "%s/" TG_UPDATE_PENDING_DIR, config->cache_dir) < 0)
+                return -TG_ERR_NOMEM;
+        d = opendir(dir);
+        if (!d && errno != ENOENT)
+                return log_error_rc(-TG_ERR_IO, "Cannot read %s: %m", dir);
+        while (d && (de = readdir(d))) {
+                _cleanup_free_ char *marker = NULL, *device = NULL;
+                int k;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                if (marker_path(config, de->d_name, &marker) < 0 ||
+                    tg_asprintf(&device, "/dev/disk/by-uuid/%s", de->d_name) < 0) {
+                        log_warning("Ignoring %s/%s: not a LUKS UUID.", dir, de->d_name);
+                        continue;
+                }
+                n++;
+                k = finish_one(c, config, device, marker);
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        if (d)
+                closedir(d);
+        if (n == 0)
+                printf("No volume unlocked through an update seal in this boot: nothing to finish.\n");
+        return r;
+}
+
+int cmd_update(const cli *c, tg_config *config) {
+        tg_pcr_values predicted;
+        bool prepare;
+        int r = 0;
+
+        if (c->n_args < 1 || (strcmp(c->args[0], "prepare") != 0 && strcmp(c->args[0], "finish") != 0))
+                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard update prepare [--boots N] [--pcr N=BANK:HEX...] "
+                                    "DEV... | tpmguard update finish [--from-marker] DEV...");
+        prepare = strcmp(c->args[0], "prepare") == 0;
+        if (c->n_args < 2 && !(c->from_marker && !prepare))
+                return log_error_rc(-TG_ERR_INVALID, "update %s: name the volume(s), e.g. /dev/sda3.", c->args[0]);
+        if (prepare && c->from_marker)
+                return log_error_rc(-TG_ERR_INVALID, "--from-marker applies to 'update finish' only.");
+        if (!prepare && (c->boots || c->n_pcr_values > 0))
+                return log_error_rc(-TG_ERR_INVALID, "--boots and --pcr apply to 'update prepare' only.");
+        if (c->boots && c->n_pcr_values > 0)
+                return log_error_rc(-TG_ERR_INVALID, "--boots makes a grace, --pcr a predicted seal: give one of them.");
+
+        if (prepare && c->n_pcr_values > 0) {
+                /* The bank is the token's, checked against it in tg_update_prepare(). */
+                predicted = (tg_pcr_values) { .bank = config->pcr_bank };
+                for (int i = 0; i < c->n_pcr_values; i++) {
+                        r = tg_pcr_value_parse(c->pcr_values[i], &predicted);
+                        if (r < 0)
+                                return r;
+                }
+        }
+        if (!prepare && c->from_marker && c->n_args < 2)
+                return finish_markers(c, config);
+
+        for (int i = 1; i < c->n_args; i++) {
+                _cleanup_free_ char *marker = NULL;
+                const char *device = c->args[i];
+                int k;
+
+                if (prepare)
+                        k = prepare_one(c, config, device, c->n_pcr_values > 0 ? &predicted : NULL);
+                else {
+                        if (c->from_marker) {
+                                _cleanup_crypt_ struct crypt_device *cd = NULL;
+                                const char *uuid;
+
+                                if (tg_luks_open(device, &cd) >= 0 && (uuid = crypt_get_uuid(cd)))
+                                        (void) marker_path(config, uuid, &marker);
+                        }
+                        k = finish_one(c, config, device, marker);
+                }
+                if (k < 0 && r == 0)
+                        r = k;
+        }
+        return r;
+}
