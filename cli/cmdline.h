@@ -49,6 +49,7 @@ typedef struct cli {
         bool accept_token_policy;
         bool allow_unextended;
         bool keep_old;
+        bool console;           /* totp show: also on the console and through plymouth */
         char **args;
         int n_args;
 } cli;

@@ -19,6 +19,7 @@
 #include "cmd-passphrase.h"
 #include "cmd-report.h"
 #include "cmd-token.h"
+#include "cmd-totp.h"
 #include "cmd-tpm.h"
 #include "cmdline.h"
 #include "config.h"
@@ -40,6 +41,7 @@ enum {
         OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
         OPT_KEEP_OLD, OPT_OLD_PIN_FILE,
         OPT_TOFU, OPT_LOCKOUT_AUTH_COPY,
+        OPT_CONSOLE,
         _OPT_MAX,
 };
 
@@ -116,6 +118,8 @@ static const struct option_doc {
                                    "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)", FLAG(trust_on_first_use) },
         [OPT_LOCKOUT_AUTH_COPY] = { "lockout-auth-copy", "F", "Also write a new lockout password to F (new file, 0600)",
                                     STRING(lockout_auth_copy) },
+        [OPT_CONSOLE]          = { "console", NULL, "totp show: also on the console and through plymouth (the initrd)",
+                                   FLAG(console) },
 };
 
 /* Options every command takes. */
@@ -292,6 +296,9 @@ static const cli_command commands[] = {
           O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout_reset },
         { "sleep", "pre|post KIND", "Announce a suspend or hibernate to the boot anchor, re-anchor after it "
           "(the system-sleep hook)", 0, CMD_CONFIG, cmd_sleep },
+        { "totp", "enroll|show|remove", "A code that proves this machine genuine before the PIN prompt (RFC 6238)",
+          O(PCRS) | O(PCR_BANK) | O(ALLOW_UNEXTENDED) | O(EAUTH) | O(OWNER_AUTH) | O(JSON) | O(CONSOLE), CMD_CONFIG,
+          cmd_totp },
         { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, CMD_CONFIG, cmd_config },
         { "help", "[COMMAND]", "Show this help, or one command's", 0, 0, cmd_help },
 };
