@@ -10,6 +10,8 @@
 #   - a passive recording of enroll and show holds the secret nowhere;
 #   - a TOTP file whose check value is not the sealed secret's (a swapped
 #     object, or an edited file): no code; other edits name their field;
+#   - the documented limit (docs/security.md): an active interposer that runs
+#     an Unseal of its own on a genuine boot reads the secret (it has no PIN);
 #   - one enrolment at a time, remove, and 'show --console' with nothing
 #     enrolled shows nothing and fails nothing (the initrd runs it every boot).
 # shellcheck source=tests/integration/lib.sh
@@ -127,6 +129,23 @@ if secret.hex() in json.dumps(f).lower():
     bad.append("findings")
 print("# %d records searched for the 20-byte secret" % len(records))
 sys.exit(1 if bad or len(records) < 10 else 0)
+PY
+}
+
+# Not a defence: the limit docs/security.md states, kept true by a test. If this
+# ever fails, the TOTP got a protection against injected commands: update the docs.
+test_case totp_active_interposer_reads_the_secret
+totp_active_interposer_reads_the_secret() {
+        require_interposer
+        setup_totp
+        interposer_start --mode inject-unseal
+        expect_exit 0 "$TPMGUARD" totp show
+        interposer_stop
+        $PY - "$WORK/findings.json" "$(uri_secret_hex "$URI")" <<'PY'
+import json, sys
+f = json.load(open(sys.argv[1]))
+assert any(a.get("attack") == "inject-unseal" and a.get("result") == "unsealed" for a in f.get("attacks", [])), f
+assert sys.argv[2] in json.dumps(f.get("plaintexts", [])).lower(), "the injected Unseal did not read the secret"
 PY
 }
 
