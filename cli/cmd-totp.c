@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * tpmguard totp enroll|show|remove: genuine before typed (lifecycle/totp.h).
+ * tpmguard totp enroll|show|reseal|remove: genuine before typed (lifecycle/totp.h).
  * The enrolment prints the otpauth:// URI (and, on a terminal, its QR code):
  * the only output of the secret, written with write(2) from wiped memory,
  * never logged. 'show --console' is what the initrd runs before the PIN
@@ -24,6 +24,7 @@
 #include "subprocess.h"
 #include "totp.h"
 #include "util.h"
+#include "verify.h"
 
 #define CONSOLE "/dev/console"
 
@@ -207,6 +208,64 @@ static int totp_show(const cli *c, const tg_config *config) {
         return 0;
 }
 
+/*
+ * tpmguard totp reseal: the same secret (the app's entry stays valid) sealed to the PCR values
+ * now, or to predicted ones (--pcr, before an update that changes them). The current seal must
+ * unseal: after the PCRs changed, only 'totp remove' and 'totp enroll' are left.
+ */
+static int totp_reseal(const cli *c, const tg_config *config) {
+        _cleanup_secret_ tg_secret *owner = NULL, *eauth = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        tg_pcr_values explicit_values;
+        tg_seal_params p = { .allow_unextended = c->allow_unextended || config->allow_unextended_pcrs };
+        int r;
+
+        if (c->json || c->console)
+                return log_error_rc(-TG_ERR_INVALID, "--%s applies to 'totp show' only.", c->json ? "json" : "console");
+        /* Without --pcrs/--pcr-bank the enrolled bank and PCRs (tg_totp_reseal: pcr_mask 0). */
+        if (c->pcrs || c->pcr_bank) {
+                p.pcr_bank = config->pcr_bank;
+                p.pcr_mask = config->pcr_mask;
+        }
+        if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p.pcr_bank) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
+        if (c->pcrs && tg_pcr_list_parse(c->pcrs, &p.pcr_mask) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7 (PCRs 0..23).", c->pcrs);
+        if (c->n_pcr_values > 0) {
+                if (!c->pcrs)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr needs --pcrs: name every PCR the TOTP is sealed to.");
+                explicit_values = (tg_pcr_values) { .bank = p.pcr_bank };
+                for (int i = 0; i < c->n_pcr_values; i++) {
+                        r = tg_pcr_value_parse(c->pcr_values[i], &explicit_values);
+                        if (r < 0)
+                                return r;
+                }
+                if (explicit_values.given_mask & ~p.pcr_mask)
+                        return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR that --pcrs does not select.");
+                p.explicit_values = &explicit_values;
+        }
+        if (c->owner_auth_file) {
+                r = tg_pin_read(c->owner_auth_file, "Owner hierarchy password: ", false, &owner);
+                if (r < 0)
+                        return r;
+                p.owner_auth = owner;
+        }
+        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = eauth }, NULL, &v);
+        if (r < 0)
+                return log_error_rc(r, "The TOTP was not resealed: the TPM could not be verified (see above).");
+        r = tg_totp_reseal(config, v, &p);
+        if (r == -TG_ERR_NOT_FOUND)
+                return log_error_rc(r, "No TOTP is enrolled: 'tpmguard totp enroll' makes one.");
+        if (r < 0)
+                return r;
+        printf("TOTP resealed%s; the authenticator's entry stays valid. Rebuild the initrd (update-initramfs -u, "
+               "or dracut -f).\n", p.explicit_values ? " to the given PCR values" : "");
+        return 0;
+}
+
 static int totp_remove(const cli *c, const tg_config *config) {
         int r;
 
@@ -225,7 +284,9 @@ int cmd_totp(const cli *c, tg_config *config) {
                 return totp_enroll(c, config);
         if (c->n_args == 1 && strcmp(c->args[0], "show") == 0)
                 return totp_show(c, config);
+        if (c->n_args == 1 && strcmp(c->args[0], "reseal") == 0)
+                return totp_reseal(c, config);
         if (c->n_args == 1 && strcmp(c->args[0], "remove") == 0)
                 return totp_remove(c, config);
-        return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard totp enroll|show|remove. See 'tpmguard totp --help'.");
+        return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard totp enroll|show|reseal|remove. See 'tpmguard totp --help'.");
 }

@@ -4,5 +4,5 @@
 #include "cmdline.h"
 #include "config.h"
 
-/* tpmguard totp enroll|show|remove (its table row is in cli/tpmguard.c; the core in lifecycle/totp.h). */
+/* tpmguard totp enroll|show|reseal|remove (its table row is in cli/tpmguard.c; the core in lifecycle/totp.h). */
 int cmd_totp(const cli *c, tg_config *config);

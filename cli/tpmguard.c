@@ -296,8 +296,8 @@ static const cli_command commands[] = {
           O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout_reset },
         { "sleep", "pre|post KIND", "Announce a suspend or hibernate to the boot anchor, re-anchor after it "
           "(the system-sleep hook)", 0, CMD_CONFIG, cmd_sleep },
-        { "totp", "enroll|show|remove", "A code that proves this machine genuine before the PIN prompt (RFC 6238)",
-          O(PCRS) | O(PCR_BANK) | O(ALLOW_UNEXTENDED) | O(EAUTH) | O(OWNER_AUTH) | O(JSON) | O(CONSOLE), CMD_CONFIG,
+        { "totp", "enroll|show|reseal|remove", "A code that proves this machine genuine before the PIN prompt (RFC 6238)",
+          O(PCRS) | O(PCR_BANK) | O(PCR) | O(ALLOW_UNEXTENDED) | O(EAUTH) | O(OWNER_AUTH) | O(JSON) | O(CONSOLE), CMD_CONFIG,
           cmd_totp },
         { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, CMD_CONFIG, cmd_config },
         { "help", "[COMMAND]", "Show this help, or one command's", 0, 0, cmd_help },

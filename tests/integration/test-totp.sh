@@ -12,6 +12,10 @@
 #     object, or an edited file): no code; other edits name their field;
 #   - the documented limit (docs/security.md): an active interposer that runs
 #     an Unseal of its own on a genuine boot reads the secret (it has no PIN);
+#   - reseal keeps the secret (the app's entry stays valid) when it moves to
+#     predicted PCR values before an update, and after the update the code is
+#     the same RFC 6238 code of the enrolled URI; with the PCRs already
+#     changed it refuses;
 #   - one enrolment at a time, remove, and 'show --console' with nothing
 #     enrolled shows nothing and fails nothing (the initrd runs it every boot).
 # shellcheck source=tests/integration/lib.sh
@@ -147,6 +151,35 @@ f = json.load(open(sys.argv[1]))
 assert any(a.get("attack") == "inject-unseal" and a.get("result") == "unsealed" for a in f.get("attacks", [])), f
 assert sys.argv[2] in json.dumps(f.get("plaintexts", [])).lower(), "the injected Unseal did not read the secret"
 PY
+}
+
+test_case totp_reseal_keeps_the_secret
+totp_reseal_keeps_the_secret() {
+        local update=2222222222222222222222222222222222222222222222222222222222222222 now predicted start
+        setup_totp
+        # Before an update that extends PCR 7 with $update: reseal to the value it will have.
+        now=$(TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrread sha256:7 | sed -n 's/.*7 *: *0x\([0-9A-Fa-f]*\).*/\1/p')
+        predicted=$(python3 -c 'import hashlib, sys; print(hashlib.sha256(bytes.fromhex(sys.argv[1] + sys.argv[2])).hexdigest())' \
+                "$now" "$update")
+        expect_exit 0 "$TPMGUARD" totp reseal --pcrs 7 --pcr "7=sha256:$predicted"
+        expect_in "stays valid" "$OUT"
+        # Sealed to the future: no code yet.
+        expect_exit 14 "$TPMGUARD" totp show
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "7:sha256=$update" >/dev/null
+        expect_exit 0 "$TPMGUARD" totp show --json
+        start=$(json_field window_start <<<"$OUT")
+        [ "$(json_field code <<<"$OUT")" = "$(rfc6238 "$URI" "$start")" ] ||
+                { echo "# after the reseal the code is not the enrolled URI's" >&2; return 1; }
+        # Resealed to the values now, the same secret still.
+        expect_exit 0 "$TPMGUARD" totp reseal
+        expect_exit 0 "$TPMGUARD" totp show --json
+        start=$(json_field window_start <<<"$OUT")
+        [ "$(json_field code <<<"$OUT")" = "$(rfc6238 "$URI" "$start")" ]
+        # The PCRs moved away from the sealed values: nothing to reseal from, and the file is untouched.
+        cp "$WORK/state/totp.json" "$WORK/totp.before"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "7:sha256=$update" >/dev/null
+        expect_exit 14 "$TPMGUARD" totp reseal
+        cmp "$WORK/state/totp.json" "$WORK/totp.before"
 }
 
 test_case totp_file_check_and_fields
