@@ -36,7 +36,7 @@ static int write_all(int fd, const void *data, size_t size) {
                 if (k < 0) {
                         if (errno == EINTR)
                                 continue;
-                        return log_error_rc(-TG_ERR_IO, "Cannot write the TOTP URI to standard output: %m");
+                        return log_error_rc(-TG_ERR_IO, "Cannot write the TOTP output: %m");
                 }
                 p += k;
                 size -= (size_t) k;
@@ -70,7 +70,7 @@ static int totp_enroll(const cli *c, const tg_config *config) {
         if (r < 0)
                 return r;
         if (gethostname(host, sizeof host - 1) < 0 || host[0] == '\0')
-                strcpy(host, "localhost");
+                (void) snprintf(host, sizeof host, "localhost");
         (void) snprintf(label, sizeof label, "%s:%s", TG_TOTP_ISSUER, host);
 
         r = tg_totp_enroll(config, &p, eauth, label, &uri);

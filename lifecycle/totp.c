@@ -85,7 +85,7 @@ static int text_field(json_object *o, const char *path, const char *key, bool re
                 (void) snprintf(problem, sizeof problem, "must be 1..%zu printable ASCII characters", max);
                 return file_error(path, key, problem);
         }
-        strcpy(buf, json_object_get_string(v));
+        (void) snprintf(buf, max + 1, "%s", json_object_get_string(v));
         return 0;
 }
 
@@ -338,7 +338,7 @@ int tg_totp_enroll(const tg_config *config, const tg_seal_params *params, const 
         if (!text_ok(label, TG_TOTP_LABEL_MAX))
                 return log_error_rc(-TG_ERR_INVALID, "The TOTP label must be 1..%u printable ASCII characters.",
                                     TG_TOTP_LABEL_MAX);
-        strcpy(t.label, label);
+        (void) snprintf(t.label, sizeof t.label, "%s", label);
         r = tg_totp_path(config, &path);
         if (r < 0)
                 return r;
