@@ -53,8 +53,6 @@ static int totp_enroll(const cli *c, const tg_config *config) {
         char pcrs[96];
         int r;
 
-        if (c->json || c->console)
-                return log_error_rc(-TG_ERR_INVALID, "--%s applies to 'totp show' only.", c->json ? "json" : "console");
         /* The same PCR choice as a token's: tpmguard.conf's pcr_bank and pcrs, or --pcr-bank and --pcrs. */
         if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &p.pcr_bank) < 0)
                 return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\" (sha1, sha256, sha384, sha512).", c->pcr_bank);
@@ -220,8 +218,6 @@ static int totp_reseal(const cli *c, const tg_config *config) {
         tg_seal_params p = { .allow_unextended = c->allow_unextended || config->allow_unextended_pcrs };
         int r;
 
-        if (c->json || c->console)
-                return log_error_rc(-TG_ERR_INVALID, "--%s applies to 'totp show' only.", c->json ? "json" : "console");
         /* Without --pcrs/--pcr-bank the enrolled bank and PCRs (tg_totp_reseal: pcr_mask 0). */
         if (c->pcrs || c->pcr_bank) {
                 p.pcr_bank = config->pcr_bank;
@@ -269,8 +265,6 @@ static int totp_reseal(const cli *c, const tg_config *config) {
 static int totp_remove(const cli *c, const tg_config *config) {
         int r;
 
-        if (c->json || c->console)
-                return log_error_rc(-TG_ERR_INVALID, "--%s applies to 'totp show' only.", c->json ? "json" : "console");
         r = tg_totp_remove(config);
         if (r < 0)
                 return r;
@@ -279,7 +273,32 @@ static int totp_remove(const cli *c, const tg_config *config) {
         return 0;
 }
 
+/* The command table checks options per command; the sub-commands that do not take one refuse it here. */
+static int options_check(const cli *c, const char *sub) {
+        bool seal = strcmp(sub, "enroll") == 0 || strcmp(sub, "reseal") == 0;
+        const char *bad = NULL;
+
+        if (!seal && (c->pcrs || c->pcr_bank || c->allow_unextended || c->owner_auth_file || c->endorsement_auth_file))
+                bad = c->pcrs ? "pcrs" : c->pcr_bank ? "pcr-bank" : c->allow_unextended ? "allow-unextended-pcrs" :
+                      c->owner_auth_file ? "owner-auth-file" : "endorsement-auth-file";
+        else if (strcmp(sub, "reseal") != 0 && c->n_pcr_values > 0)
+                bad = "pcr";
+        else if (strcmp(sub, "show") != 0 && (c->json || c->console))
+                bad = c->json ? "json" : "console";
+        if (bad)
+                return log_error_rc(-TG_ERR_INVALID, "--%s does not apply to 'totp %s'. See 'tpmguard totp --help'.",
+                                    bad, sub);
+        return 0;
+}
+
 int cmd_totp(const cli *c, tg_config *config) {
+        int r;
+
+        if (c->n_args == 1) {
+                r = options_check(c, c->args[0]);
+                if (r < 0)
+                        return r;
+        }
         if (c->n_args == 1 && strcmp(c->args[0], "enroll") == 0)
                 return totp_enroll(c, config);
         if (c->n_args == 1 && strcmp(c->args[0], "show") == 0)

@@ -223,6 +223,9 @@ totp_enroll_once_remove_and_console() {
         expect_in "already enrolled" "$ERR"
         cmp "$WORK/state/totp.json" "$WORK/totp.before"
         expect_exit 2 "$TPMGUARD" totp enroll --json
+        expect_exit 2 "$TPMGUARD" totp show --pcrs 7
+        expect_in "does not apply to 'totp show'" "$ERR"
+        expect_exit 2 "$TPMGUARD" totp enroll --pcr "7=sha256:$(printf '%064d' 0)"
         expect_exit 0 "$TPMGUARD" totp remove
         [ ! -e "$WORK/state/totp.json" ]
         expect_exit 17 "$TPMGUARD" totp show
