@@ -119,9 +119,14 @@ static void utc_format(uint64_t t, bool date, char *buf, size_t size) {
                 (void) snprintf(buf, size, "%" PRIu64, t);
 }
 
-/* The console (a framed block) and plymouth, which hides the console while a splash runs. */
+/*
+ * The console (a framed block) and plymouth, which hides the console while a splash runs.
+ * TPMGUARD_CONSOLE names another file instead of /dev/console, for tests (as the boot script's;
+ * ignored in set-user-ID programs, like TPMGUARD_CONFIG).
+ */
 static void console_show(const char *line1, const char *line2) {
-        _cleanup_close_ int fd = open(CONSOLE, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+        _cleanup_close_ int fd = open(secure_getenv("TPMGUARD_CONSOLE") ?: CONSOLE,
+                                      O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC);
         _cleanup_free_ char *block = NULL, *text = NULL, *out = NULL;
         char plymouth[256];
         int status = 0;

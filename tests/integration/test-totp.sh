@@ -75,10 +75,14 @@ totp_code_matches_rfc6238() {
         [ "$code" = "$(rfc6238 "$URI" "$start")" ] ||
                 { echo "# tpmguard $code, RFC 6238 $(rfc6238 "$URI" "$start") at $start" >&2; return 1; }
         # The text form: the code (as the app groups it) and the UTC window it is for.
-        expect_exit 0 "$TPMGUARD" totp show --console
+        : >"$WORK/console"
+        TPMGUARD_CONSOLE=$WORK/console expect_exit 0 "$TPMGUARD" totp show --console
         start=$(date -u -d "$(sed -n 's/^[0-9]\{3\} [0-9]\{3\}  for \(.*\) to .*/\1/p' <<<"$OUT") UTC" +%s)
         expect_in "$(rfc6238 "$URI" "$start" | sed 's/^\(...\)/\1 /')  for " "$OUT"
         expect_in "UTC (this machine's clock)" "$OUT"
+        # The console (the initrd's screen) gets the same code, and what to do with it.
+        expect_in "this machine's code is $(rfc6238 "$URI" "$start" | sed 's/^\(...\)/\1 /') (for " "$(cat "$WORK/console")"
+        expect_in "type the PIN only if they match" "$(cat "$WORK/console")"
 }
 
 test_case totp_refused_after_pcr_change
@@ -91,6 +95,12 @@ totp_refused_after_pcr_change() {
         expect_in "No TOTP code" "$ERR"
         expect_in "PCR mismatch" "$ERR"
         expect_in "Do not type your PIN" "$ERR"
+        # On the initrd's screen: no code, and why.
+        : >"$WORK/console"
+        TPMGUARD_CONSOLE=$WORK/console expect_exit 14 "$TPMGUARD" totp show --console
+        expect_in "NO TOTP CODE: the boot chain is not the one the TOTP was enrolled under (PCR mismatch)" \
+                "$(cat "$WORK/console")"
+        refute grep -q "code is" "$WORK/console"
 }
 
 test_case totp_refused_through_substituting_interposer
@@ -232,8 +242,9 @@ totp_enroll_once_remove_and_console() {
         expect_in "No TOTP is enrolled" "$ERR"
         expect_exit 17 "$TPMGUARD" totp remove
         # The initrd's call with nothing enrolled: nothing shown, nothing failed.
-        expect_exit 0 "$TPMGUARD" totp show --console
-        [ -z "$OUT" ]
+        : >"$WORK/console"
+        TPMGUARD_CONSOLE=$WORK/console expect_exit 0 "$TPMGUARD" totp show --console
+        [ -z "$OUT" ] && [ ! -s "$WORK/console" ]
         expect_exit 2 "$TPMGUARD" totp frobnicate
 }
 
