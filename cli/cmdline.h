@@ -59,6 +59,7 @@ typedef struct cli {
         const char *efivars_dir;        /* pcrs --predict: where the variables' current values are */
         unsigned boots;                 /* update prepare --boots; 0: not given */
         bool from_marker;               /* update finish --from-marker */
+        bool console;           /* totp show: also on the console and through plymouth */
         char **args;
         int n_args;
 } cli;

@@ -36,7 +36,7 @@ static int write_str(const char *s) {
 
 #if HAVE_QRENCODE
 /* Two module rows per text line, with Unicode half blocks, and a quiet zone of 2 modules. */
-static int show_qr(const tg_secret *key) {
+int tg_show_qr(const tg_secret *key) {
         static const char *const glyph[4] = { " ", "\u2580", "\u2584", "\u2588" }; /* upper, lower, both dark */
         _cleanup_secret_ tg_secret *text = NULL, *out = NULL;
         QRcode *qr;
@@ -80,7 +80,7 @@ finish:
         return r;
 }
 #else
-static int show_qr(const tg_secret *key) {
+int tg_show_qr(const tg_secret *key) {
         (void) key;
         return 0;
 }
@@ -102,6 +102,6 @@ int tg_show_recovery_key(const tg_secret *key, int keyslot) {
         if (r >= 0)
                 r = write_str("\n\n");
         if (r >= 0)
-                r = show_qr(key);
+                r = tg_show_qr(key);
         return r;
 }

@@ -21,6 +21,7 @@
 #include "cmd-report.h"
 #include "cmd-token.h"
 #include "cmd-update.h"
+#include "cmd-totp.h"
 #include "cmd-tpm.h"
 #include "cmdline.h"
 #include "config.h"
@@ -44,6 +45,7 @@ enum {
         OPT_TOFU, OPT_LOCKOUT_AUTH_COPY,
         OPT_EVENT_LOG, OPT_PREDICT, OPT_DB, OPT_DBX, OPT_KEK, OPT_AUTHORITY, OPT_REPLACE_VARIABLES, OPT_EFIVARS,
         OPT_BOOTS, OPT_FROM_MARKER,
+        OPT_CONSOLE,
         _OPT_MAX,
 };
 
@@ -135,6 +137,8 @@ static const struct option_doc {
         [OPT_BOOTS]            = { "boots", "N", "update prepare: the grace lasts this boot and the next N (1..16, default 1)", SPECIAL },
         [OPT_FROM_MARKER]      = { "from-marker", NULL, "update finish: the volumes an unlock through an update seal "
                                                         "marked this boot (with DEV: remove its marker)", FLAG(from_marker) },
+        [OPT_CONSOLE]          = { "console", NULL, "totp show: also on the console and through plymouth (the initrd)",
+                                   FLAG(console) },
 };
 
 /* Options every command takes. */
@@ -317,6 +321,9 @@ static const cli_command commands[] = {
           O(EAUTH) | O(LOCKOUT_AUTH) | O(JSON), CMD_CONFIG, cmd_lockout_reset },
         { "sleep", "pre|post KIND", "Announce a suspend or hibernate to the boot anchor, re-anchor after it "
           "(the system-sleep hook)", 0, CMD_CONFIG, cmd_sleep },
+        { "totp", "enroll|show|reseal|remove", "A code that proves this machine genuine before the PIN prompt (RFC 6238)",
+          O(PCRS) | O(PCR_BANK) | O(PCR) | O(ALLOW_UNEXTENDED) | O(EAUTH) | O(OWNER_AUTH) | O(JSON) | O(CONSOLE), CMD_CONFIG,
+          cmd_totp },
         { "config", "get KEY", "Print the effective value of a tpmguard.conf setting", 0, CMD_CONFIG, cmd_config },
         { "help", "[COMMAND]", "Show this help, or one command's", 0, 0, cmd_help },
 };

@@ -127,6 +127,13 @@ op pcrs                   enrolled cold certify pcrread
 op update-prepare         enrolled cold certify unseal readclock grace
 op update-finish          enrolled cold certify unseal pcrread grace
 op unlock-plugin-grace    enrolled cold certify load unseal pcrread readclock inject
+# Genuine before typed (issue 32): the TOTP secret, sealed without a PIN,
+# enrolled through the proxy, and its code shown through the proxy (the
+# secret enrolled directly first). Like the no-PIN token, the injected
+# unseal reads it (documented in docs/security.md); every other attack
+# leaves no code and leaks nothing.
+op totp-enroll            enrolled cold certify create pcrread readpublic load unseal
+op totp-show              enrolled cold certify readpublic load unseal inject
 
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
@@ -380,6 +387,28 @@ run_unlock-plugin-grace() {
         expect_exit 0 "$TPMGUARD_TOKEN_OPEN" "$TPMGUARD_PLUGIN" "$WORK/disk.img" 0 \
                 --secret-out "$WORK/secret.hex" <"$WORK/pin"
 }
+# The TOTP secret of the otpauth URI in $1, as hex, for the capture search.
+totp_secret_hex() {
+        $PY -c 'import base64, sys, urllib.parse
+s = urllib.parse.parse_qs(urllib.parse.urlparse(sys.argv[1]).query)["secret"][0]
+print(base64.b32decode(s + "=" * (-len(s) % 8)).hex())' "$1"
+}
+run_totp-enroll() {
+        # One TOTP at a time: a replay mode's first run enrolled one already.
+        rm -f "$WORK/state/totp.json"
+        expect_exit 0 "$TPMGUARD" totp enroll --pcrs 7 || return
+        totp_secret_hex "$OUT" >>"$WORK/secret.hex"
+}
+before_totp-show() {
+        local uri
+        uri=$("$TPMGUARD" totp enroll --pcrs 7 2>/dev/null) || { echo "# enrolling the TOTP failed" >&2; return 1; }
+        totp_secret_hex "$uri" >>"$WORK/secret.hex"
+}
+run_totp-show() {
+        rm -f "$WORK/run/null-key.json"
+        expect_exit 0 "$TPMGUARD" totp show || return
+        grep -qE '^[0-9]{3} [0-9]{3}  for ' <<<"$OUT"
+}
 run_verify-no-null-name() {
         without_null_name
         run_verify
@@ -536,6 +565,15 @@ expect_of() {
         # policy session satisfies the policy and reads the secret; with one
         # the TPM refuses its Unseal (PolicyAuthValue needs the PIN).
         unlock-plugin-no-pin/inject-unseal) echo exposed; return ;;
+        # The TOTP secret has no PIN either (its code shows before the PIN is typed).
+        totp-show/inject-unseal) echo exposed; return ;;
+        # totp show's Load is HMAC-authorized under the SRK whose ESYS_TR the
+        # verification's ReadPublic made: an altered name there breaks that HMAC
+        # at the TPM (TPM_RC_BAD_AUTH on the Load, no DA: the SRK has none).
+        # Caught, no code, nothing leaked, but reported as the TPM's refusal
+        # (exit 7), not as an interposer: the diagnosis gap the plugin's unlock
+        # without the kernel's null_name has (below).
+        totp-show/tamper-readpublic-name) echo exit:7; return ;;
         */inject-unseal) echo withstood; return ;;
         # verify's last verification command is Certify; a reset after it
         # answered changes nothing verify reported (its FlushContexts then
