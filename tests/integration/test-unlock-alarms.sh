@@ -14,7 +14,9 @@
 #     (swap-context): the same, on the warm path;
 #   - the Unseal's response HMAC flipped (tamper-hmac Unseal): tampering, no
 #     DA try (the TPM unsealed with the right PIN), no second prompt;
-#   - the lifecycle's unseal (rotate) rides out the same PCR race.
+#   - the lifecycle's unseal (rotate) rides out the same PCR race;
+#   - a header whose "pin" was edited to false (a format 1 PIN token): named
+#     as an edited header, never as a PCR mismatch with a reseal hint.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_getcap tpm2_pcrread cryptsetup unshare python3
@@ -144,6 +146,32 @@ lifecycle_unseal_rides_out_pcr_race() {
         attacked extend-before
         same_da "$before"
         pin_opens "$WORK/pin"
+        recovery_opens "$WORK/disk.img"
+}
+
+# The edit that drops the PIN writes format 1 too (format 2 exists only with a PIN) and
+# removes pin_kdf: the token parses, and only the sealed object tells the truth.
+test_case edited_pin_flag_is_an_edit_not_a_pcr_mismatch
+edited_pin_flag_is_an_edit_not_a_pcr_mismatch() {
+        setup_enrolled
+        cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/token.json"
+        $PY - "$WORK/token.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pin"] = False
+t["version"] = 1
+t.pop("pin_kdf", None)
+json.dump(t, open(sys.argv[1], "w"))
+PY
+        cryptsetup token remove --token-id 0 "$WORK/disk.img"
+        # Imported without our plugin (no validation): an attacker editing the header.
+        cryptsetup token import --json-file "$WORK/token.json" --token-id 0 "$WORK/disk.img"
+        pty_open 3 1234
+        [ "$RC" != 0 ] || { echo "# unlocked with an edited pin flag" >&2; return 1; }
+        [ "$PROMPTS" = 0 ] || { echo "# $PROMPTS PIN prompts for a token that says it has no PIN" >&2; return 1; }
+        tty_has "\"pin\" field does not match the sealed object: the header was edited"
+        tty_lacks "PCR mismatch"
+        tty_lacks "firmware"
         recovery_opens "$WORK/disk.img"
 }
 
