@@ -573,15 +573,11 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
                                     "dictionary-attack counter moved (a real race spends no PIN try).",
                                     TG_PCR_RACE_TRIES);
         /*
-         * Every no-PIN seal sets noDA and every PIN seal clears it (tg_seal_loaded()), and the TPM
-         * loaded this public area (the private's integrity covers its name), so a "pin": false
-         * token whose object lacks noDA was sealed with a PIN: its policy needs PolicyAuthValue,
-         * which policy_run() left out. Threat: an edited header read as a PCR mismatch, and the
-         * advice to reseal over it. ("pin": true on a noDA object is refused when the token is
-         * read, tokens/token.c.)
+         * A "pin" edited to false (tg_token_pin_edited(): the object, which the TPM just loaded,
+         * was sealed with a PIN): its policy needs PolicyAuthValue, which policy_run() left out.
+         * Threat: an edited header read as a PCR mismatch, and the advice to reseal over it.
          */
-        if (base == TPM2_RC_POLICY_FAIL && !token->pin &&
-            !(token->public_blob.publicArea.objectAttributes & TPMA_OBJECT_NODA))
+        if (base == TPM2_RC_POLICY_FAIL && tg_token_pin_edited(token))
                 return log_alert_rc(-TG_ERR_TOKEN,
                                     "The token's \"pin\" field does not match the sealed object: the header was "
                                     "edited (\"pin\" is false, but the object was sealed with a PIN). This is not a "
