@@ -6,6 +6,7 @@
  * results into output.
  */
 #include <errno.h>
+#include <openssl/evp.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -25,6 +26,7 @@
 #include "prompt.h"
 #include "provision.h"
 #include "seal.h"
+#include "tpm.h"
 #include "tpmguard-config.h"
 #include "util.h"
 #include "verify.h"
@@ -451,11 +453,75 @@ int cmd_verify(const cli *c, tg_config *config) {
  * With the kernel's null_name nothing is anchored (a Resume keeps the NULL
  * seed): nothing to do.
  */
+/*
+ * What a sleep must keep: the TG_SLEEP_PCR_MASK PCRs of every active bank, as one SHA-256 over,
+ * per bank, its algorithm ID, the PCRs read and the digest of their values (tg_pcr_values_digest()).
+ * Every bank, not only SHA-256: a token may be sealed to any of them, and a Restart that replays
+ * SHA-256 exactly but leaves another bank otherwise would pass a SHA-256-only comparison (the
+ * red-team gap in docs/design.md §2.8). The bank list comes from a GetCapability in the audit
+ * session (its response HMAC makes it the TPM's), and goes into the digest too: a bank hidden
+ * or added after the sleep changes it, so the comparison fails closed.
+ */
+static int sleep_pcr_digest(tg_verified_tpm *v, TPM2B_DIGEST *ret) {
+        static const uint16_t banks[] = { TPM2_ALG_SHA1, TPM2_ALG_SHA256, TPM2_ALG_SHA384, TPM2_ALG_SHA512 };
+        _cleanup_(EVP_MD_CTX_freep) EVP_MD_CTX *md = EVP_MD_CTX_new();
+        _cleanup_free_ TPMS_CAPABILITY_DATA *cap = NULL;
+        TPMI_YES_NO more = TPM2_NO;
+        unsigned int len = 0, n_banks = 0;
+        TSS2_RC rc;
+        int r;
+
+        if (!md)
+                return -TG_ERR_NOMEM;
+        rc = Esys_GetCapability(tg_vtpm_esys(v), tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, TPM2_CAP_PCRS,
+                                0, 1, &more, &cap);
+        if (rc != TSS2_RC_SUCCESS)
+                return tg_tpm_rc(rc, "GetCapability (PCR banks)");
+        if (cap->capability != TPM2_CAP_PCRS || cap->data.assignedPCR.count > TPM2_NUM_PCR_BANKS)
+                return log_error_rc(-TG_ERR_TPM, "GetCapability returned a malformed PCR bank list.");
+        if (EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+                return -TG_ERR_IO;
+        for (size_t b = 0; b < ELEMENTSOF(banks); b++)
+                for (UINT32 i = 0; i < cap->data.assignedPCR.count; i++) {
+                        const TPMS_PCR_SELECTION *sel = &cap->data.assignedPCR.pcrSelections[i];
+                        uint8_t id[2] = { banks[b] >> 8, banks[b] & 0xff }, mask_bytes[4];
+                        uint32_t mask = 0;
+                        tg_pcr_values values;
+                        TPM2B_DIGEST d;
+
+                        if (sel->hash != banks[b])
+                                continue;
+                        for (unsigned k = 0; k < 3 && k < sel->sizeofSelect; k++)
+                                mask |= (uint32_t) sel->pcrSelect[k] << (8 * k);
+                        mask &= TG_SLEEP_PCR_MASK;
+                        if (mask == 0)
+                                continue;
+                        r = tg_vtpm_pcr_read(v, banks[b], mask, &values);
+                        if (r < 0)
+                                return r;
+                        r = tg_pcr_values_digest(&values, &d);
+                        if (r < 0)
+                                return r;
+                        mask_bytes[0] = mask >> 24, mask_bytes[1] = mask >> 16, mask_bytes[2] = mask >> 8;
+                        mask_bytes[3] = mask & 0xff;
+                        if (EVP_DigestUpdate(md, id, sizeof id) != 1 ||
+                            EVP_DigestUpdate(md, mask_bytes, sizeof mask_bytes) != 1 ||
+                            EVP_DigestUpdate(md, d.buffer, d.size) != 1)
+                                return -TG_ERR_IO;
+                        n_banks++;
+                }
+        if (n_banks == 0)
+                return log_error_rc(-TG_ERR_TPM, "The TPM reports no active SHA-1, SHA-256, SHA-384 or SHA-512 PCR bank.");
+        if (EVP_DigestFinal_ex(md, ret->buffer, &len) != 1)
+                return -TG_ERR_IO;
+        ret->size = (UINT16) len;
+        return 0;
+}
+
 int cmd_sleep(const cli *c, tg_config *config) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         tg_verify_report report = {};
         tg_verify_options o = {};
-        tg_pcr_values pcrs;
         TPM2B_DIGEST digest;
         tg_sleep_kind kind;
         bool post, reanchored = false;
@@ -481,11 +547,9 @@ int cmd_sleep(const cli *c, tg_config *config) {
                        "key.\n", tg_sleep_kind_to_string(kind));
                 return 0;
         }
-        r = tg_vtpm_pcr_read(v, TPM2_ALG_SHA256, TG_SLEEP_PCR_MASK, &pcrs);
-        if (r >= 0)
-                r = tg_pcr_values_digest(&pcrs, &digest);
+        r = sleep_pcr_digest(v, &digest);
         if (r < 0)
-                return log_error_rc(r, "Cannot read the TPM's SHA-256 PCRs %s the %s.", post ? "after" : "before",
+                return log_error_rc(r, "Cannot read the TPM's PCRs %s the %s.", post ? "after" : "before",
                                     tg_sleep_kind_to_string(kind));
         if (!post) {
                 r = tg_anchor_sleep_begin(config->cache_dir, &report.null_name, report.reset_count,
@@ -503,7 +567,7 @@ int cmd_sleep(const cli *c, tg_config *config) {
         if (reanchored)
                 printf("Resumed from %s: the TPM's counters moved as that sleep moves them%s; boot anchor renewed "
                        "(resetCount %" PRIu32 ", restartCount %" PRIu32 ").\n", tg_sleep_kind_to_string(kind),
-                       kind == TG_SLEEP_SUSPEND ? " and its PCRs are unchanged" : "",
+                       kind == TG_SLEEP_SUSPEND || kind == TG_SLEEP_HYBRID ? " and its PCRs are unchanged" : "",
                        report.reset_count, report.restart_count);
         else
                 printf("The TPM's counters did not move: the %s did not reach the TPM; boot anchor unchanged.\n",

@@ -792,6 +792,17 @@ static void check_token(doctor *d, struct crypt_device *cd, const char *device, 
                                  "under the configured policy: tpmguard reseal --unlock-key-file F %s", device);
                 }
         }
+        if (tg_token_pin_edited(&token)) {
+                /* Not a PCR change (the policy check below would say so): an edited header. */
+                c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, -TG_ERR_TOKEN,
+                              "The token's \"pin\" field does not match the sealed object: the header was edited "
+                              "(\"pin\" is false, but the object was sealed with a PIN). It cannot unlock.");
+                set_next(d, c, "Find out who wrote the LUKS2 header. Unlock with the recovery passphrase; 'tpmguard "
+                         "reseal %s' (it asks for that passphrase) writes a token from tpmguard.conf, never from "
+                         "the header.", device);
+                explicit_bzero(&token, sizeof token);
+                return;
+        }
         ks = token.keyslot >= 0 ? crypt_keyslot_status(cd, token.keyslot) : CRYPT_SLOT_INVALID;
         if (ks != CRYPT_SLOT_ACTIVE && ks != CRYPT_SLOT_ACTIVE_LAST) {
                 c = add_check(d, "volume", subject, TG_DOCTOR_PROBLEM, -TG_ERR_TOKEN,

@@ -596,6 +596,18 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
                                     "the TPM bus may be forging it: 'tpmguard status' shows whether the TPM's "
                                     "dictionary-attack counter moved (a real race spends no PIN try).",
                                     TG_PCR_RACE_TRIES);
+        /*
+         * A "pin" edited to false (tg_token_pin_edited(): the object, which the TPM just loaded,
+         * was sealed with a PIN): its policy needs PolicyAuthValue, which policy_run() left out.
+         * Threat: an edited header read as a PCR mismatch, and the advice to reseal over it.
+         */
+        if (base == TPM2_RC_POLICY_FAIL && tg_token_pin_edited(token))
+                return log_alert_rc(-TG_ERR_TOKEN,
+                                    "The token's \"pin\" field does not match the sealed object: the header was "
+                                    "edited (\"pin\" is false, but the object was sealed with a PIN). This is not a "
+                                    "PCR change: find out who wrote the LUKS2 header. Unlock with the recovery "
+                                    "passphrase; 'tpmguard reseal DEVICE' (it asks for that passphrase) then writes "
+                                    "a token from tpmguard.conf, never from the edited header.");
         if (base == TPM2_RC_POLICY_FAIL) {
                 tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
                 return log_error_rc(-TG_ERR_PCR_MISMATCH,

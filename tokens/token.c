@@ -852,6 +852,10 @@ bool tg_token_policy_weaker(const tg_token *t, const tg_config *config, char *wh
         return false;
 }
 
+bool tg_token_pin_edited(const tg_token *t) {
+        return !t->pin && !(t->public_blob.publicArea.objectAttributes & TPMA_OBJECT_NODA);
+}
+
 bool tg_token_exposed_to_leaking_tpm(const tg_token *t) {
         return t->pin && t->version < 2;
 }

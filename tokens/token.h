@@ -157,6 +157,15 @@ bool tg_token_policy_weaker(const tg_token *t, const tg_config *config, char *wh
  * 'rotate' upgrade it to format 2.
  */
 bool tg_token_exposed_to_leaking_tpm(const tg_token *t);
+/*
+ * A "pin": false token whose sealed object lacks noDA: every no-PIN seal sets
+ * noDA and every PIN seal clears it, and the TPM refuses a public area edited
+ * apart from its private part, so the header's "pin" was edited (a PIN token
+ * made to look PIN-less). Its unseal fails the policy (no PolicyAuthValue),
+ * which must not read as a PCR change. ("pin": true on a noDA object is
+ * refused by the parser.)
+ */
+bool tg_token_pin_edited(const tg_token *t);
 /* "sha256 PCRs 7,11, PIN": what a token is sealed to, for messages. */
 void tg_token_policy_format(const tg_token *t, char *buf, size_t size);
 

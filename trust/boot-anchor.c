@@ -213,11 +213,21 @@ static int anchor_read(const char *path, anchor *ret) {
 
 /*
  * Did the key and the counters move exactly as the announced sleep moves
- * them? A Resume or a Restart keeps the NULL key and resetCount and adds one
- * to restartCount (two for suspend-then-hibernate: the suspend, then the
- * hibernation it ends in); only the hibernating kinds may also come back
- * from a TPM Reset (resetCount + 1, a new NULL key, which the caller has
- * just certified by the pinned key).
+ * them? Measured on swtpm (tests/integration/test-boot-anchor.sh), as the spec
+ * says (TPM 2.0 Part 1, "TPM Restart", "TPM Reset"):
+ *  - a suspend to RAM, Shutdown(STATE) then Startup(STATE), is a TPM Resume: the
+ *    NULL key and resetCount kept, restartCount + 1, the PCRs kept;
+ *  - a hibernation, Shutdown(STATE), power off, the firmware's Startup(CLEAR), is a
+ *    TPM Restart: the NULL key and resetCount kept, restartCount + 1, the PCRs reset
+ *    and measured anew by the resuming boot; powered off with Shutdown(CLEAR) or none
+ *    (HibernateMode=shutdown, a power loss), a TPM Reset: resetCount + 1, a new NULL
+ *    key (which the caller has just certified by the pinned key), restartCount 0;
+ *  - hybrid-sleep writes the image, then suspends (Shutdown(STATE) first): a Resume,
+ *    or, when power is lost in between, a Restart, never a Reset;
+ *  - suspend-then-hibernate without systemd's phase (SYSTEMD_SLEEP_ACTION, which the
+ *    hook turns into suspend or hibernate): a Resume, then possibly the hibernation
+ *    (restartCount + 2, or a Reset).
+ * sleep_resumed() says which moves kept the PCRs, so that they are compared.
  */
 static bool sleep_explains(const anchor *a, const TPM2B_NAME *null_name, uint32_t reset_count, uint32_t restart_count) {
         bool same_key = a->null_name.size == null_name->size &&
@@ -229,8 +239,27 @@ static bool sleep_explains(const anchor *a, const TPM2B_NAME *null_name, uint32_
         if (same_key && reset_count == a->reset_count && restart_count > a->restart_count &&
             restart_count - a->restart_count <= max_restarts)
                 return true;
-        return a->sleep.kind != TG_SLEEP_SUSPEND && !same_key && a->reset_count != UINT32_MAX &&
-               reset_count == a->reset_count + 1;
+        return (a->sleep.kind == TG_SLEEP_HIBERNATE || a->sleep.kind == TG_SLEEP_SUSPEND_THEN_HIBERNATE) &&
+               !same_key && a->reset_count != UINT32_MAX && reset_count == a->reset_count + 1 && restart_count == 0;
+}
+
+/*
+ * After a move sleep_explains() accepted: must the PCRs be the ones recorded before sleep?
+ * After a suspend and a hybrid-sleep, yes (a Resume keeps them; a Restart in its place, an
+ * attacker's, resets them, and a replay rarely restores them all); after a suspend-then-hibernate
+ * that moved restartCount by one only (it woke before hibernating), yes. After a hibernation
+ * the resuming boot measured anew: nothing to compare.
+ */
+static bool sleep_resumed(const anchor *a, uint32_t reset_count, uint32_t restart_count) {
+        switch (a->sleep.kind) {
+        case TG_SLEEP_SUSPEND:
+        case TG_SLEEP_HYBRID:
+                return true;
+        case TG_SLEEP_SUSPEND_THEN_HIBERNATE:
+                return reset_count == a->reset_count && restart_count == a->restart_count + 1;
+        default:
+                return false;
+        }
 }
 
 /* The refusal when the counters moved and no announced sleep explains it: the likely cause first. */
@@ -410,22 +439,30 @@ int tg_anchor_resume(const char *dir, const TPM2B_NAME *null_name, uint32_t rese
         if (moved) {
                 if (!sleep_explains(&a, null_name, reset_count, restart_count))
                         return counters_moved(&a, path, reset_count, restart_count);
-                /*
-                 * A suspend to RAM keeps every PCR: a TPM Restart (Startup(CLEAR)) instead of the
-                 * Resume resets them, and an attacker's replay rarely restores all of them. After a
-                 * hibernation the resuming boot measured anew: nothing to compare.
-                 */
-                if (a.sleep.kind == TG_SLEEP_SUSPEND &&
+                if (sleep_resumed(&a, reset_count, restart_count) &&
                     (pcr_digest->size != a.sleep.pcr_digest.size ||
-                     memcmp(pcr_digest->buffer, a.sleep.pcr_digest.buffer, pcr_digest->size) != 0))
+                     memcmp(pcr_digest->buffer, a.sleep.pcr_digest.buffer, pcr_digest->size) != 0)) {
+                        if (a.sleep.kind == TG_SLEEP_HYBRID)
+                                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                                    "The TPM's PCRs after the hybrid-sleep are not the ones it had "
+                                                    "before (restartCount %" PRIu32 " → %" PRIu32 "; boot anchor %s). "
+                                                    "Likely cause: the power ran out during the sleep and the machine "
+                                                    "resumed from disk, through a boot that measured the PCRs anew; "
+                                                    "then this is expected: reboot, and the TPM is used again. If the "
+                                                    "machine had power, the TPM was started anew and its PCRs replayed "
+                                                    "during the sleep: unlock with the recovery passphrase and "
+                                                    "investigate the TPM bus. The TPM will not be used until the next "
+                                                    "boot.", a.restart_count, restart_count, path);
                         return log_alert_rc(-TG_ERR_INTERPOSER,
-                                            "The TPM was restarted during the suspend as a resume does (restartCount %"
+                                            "The TPM was restarted during the %s as a resume does (restartCount %"
                                             PRIu32 " → %" PRIu32 "), but its PCRs are not the ones it had before "
                                             "(boot anchor %s): the TPM was started anew, not resumed, and its PCRs "
                                             "were reset or replayed, or a program extended a PCR during the sleep. The "
                                             "TPM will not be used until the next boot; unlock with the recovery "
                                             "passphrase and investigate the TPM bus.",
-                                            a.restart_count, restart_count, path);
+                                            tg_sleep_kind_to_string(a.sleep.kind), a.restart_count, restart_count,
+                                            path);
+                }
         }
         r = anchor_write(path, boot_id, null_name, reset_count, restart_count, NULL);
         if (r < 0)

@@ -49,7 +49,7 @@ int tg_anchor_check(const char *dir, const TPM2B_NAME *null_name, uint32_t reset
 /*
  * Suspend and hibernate (design §2.8, "Sleep"), the kinds systemd-sleep(8)
  * passes its hooks. A suspend keeps the PCRs: the ones a sleep must keep
- * are TG_SLEEP_PCR_MASK of the SHA-256 bank (0-9 and 11-15; 10 is IMA's,
+ * are TG_SLEEP_PCR_MASK of every active bank (0-9 and 11-15; 10 is IMA's,
  * which the running system extends at will, 16 and 23 may be reset by
  * software).
  */
@@ -69,7 +69,7 @@ int tg_sleep_kind_from_string(const char *s, tg_sleep_kind *ret);
 /*
  * Before sleep: this boot's anchor must name exactly the key and counters a
  * verification has just authenticated; records in it that the sleep starts,
- * with the SHA-256 digest of the TG_SLEEP_PCR_MASK PCRs read in an audited
+ * with a SHA-256 digest of the TG_SLEEP_PCR_MASK PCRs of every bank read in an audited
  * session salted to that key.
  */
 int tg_anchor_sleep_begin(const char *dir, const TPM2B_NAME *null_name, uint32_t reset_count, uint32_t restart_count,
@@ -79,7 +79,7 @@ int tg_anchor_sleep_begin(const char *dir, const TPM2B_NAME *null_name, uint32_t
  * After sleep, with the key and counters of a fresh certification and the
  * PCR digest read as before sleep: re-anchors (*ret_reanchored = true) when
  * they moved exactly as the announced sleep moves them and, after a
- * suspend, the PCRs are the recorded ones; clears the announcement when
+ * suspend or a hybrid-sleep (a Resume), the PCRs are the recorded ones; clears the announcement when
  * nothing moved (the sleep failed). -TG_ERR_INTERPOSER, logged as an alert
  * with the likely cause first, otherwise.
  */

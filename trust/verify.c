@@ -178,13 +178,36 @@ int tg_vtpm_start_policy_session(tg_verified_tpm *v, ESYS_TR *ret_session) {
  *    ReadClock.
  * Nothing secret has been sent before the proof.
  */
-/* A proof response that fails its HMAC under the session salted to the certified key
- * was altered or replayed on the bus: an interposer. ESAPI also refuses every later
- * command on this context, so there is no falling back to a full verification. */
-static int proof_failed(TSS2_RC rc) {
+/*
+ * A failed proof of the cached NULL key. Each way it can fail means something on the bus or
+ * in /run lied, except the last, so each but the last is an alarm, never a silent fall back to
+ * a full verification (which would succeed over the genuine key and hide the attack):
+ *  - a response that fails its HMAC under the session salted to the certified key was altered
+ *    or replayed on the bus (ESAPI also refuses every later command on this context);
+ *  - the TPM refusing the command's HMAC (TPM_RC_BAD_AUTH/AUTH_FAIL for the audit session):
+ *    it does not share our session key (the salt went to another key, the saved context is
+ *    not the key it claims) or the name ESAPI hashed into the command was altered (the
+ *    unauthenticated ReadPublic before an Esys_TR_FromTPMPublic). No TPM state we do not
+ *    control explains it: the session is one we just started, to a key whose name was checked;
+ *  - any other TPM error (a full object memory, TPM_RC_RETRY...): no proof either way, a full
+ *    verification decides (and proves what it uses).
+ * The cached SRK's ReadPublic is the exception: its name is this boot's cache's, and a TPM
+ * cleared and re-provisioned since has another SRK at that handle, which makes the TPM refuse
+ * the HMAC too; prove_cached_session() tells the two apart with a ReadClock, which names nothing.
+ */
+static int proof_failed(TSS2_RC rc, const char *what) {
         if (rc == TSS2_ESYS_RC_RSP_AUTH_FAILED || rc == TSS2_ESYS_RC_MALFORMED_RESPONSE)
                 return tg_tpm_rc(rc, "The proof of the cached NULL key");
-        return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof (%s).", Tss2_RC_Decode(rc));
+        if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER &&
+            (tg_tpm_rc_base(rc) == TPM2_RC_BAD_AUTH || tg_tpm_rc_base(rc) == TPM2_RC_AUTH_FAIL))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The proof of this boot's cached NULL key failed: the TPM refused the session "
+                                    "salted to it on %s (%s), so the TPM does not hold that key or the command was "
+                                    "altered on the TPM bus (or the cache in /run was replaced). Interposer "
+                                    "suspected; nothing secret was sent. Run 'tpmguard doctor'.",
+                                    what, Tss2_RC_Decode(rc));
+        return log_debug_rc(-TG_ERR_TPM, "The cached NULL key failed its proof on %s (%s): verifying in full.", what,
+                            Tss2_RC_Decode(rc));
 }
 
 /* An audited ReadClock: proves the session key (the TPM holds the salted-to key) and
@@ -195,7 +218,7 @@ static int prove_by_clock(tg_verified_tpm *v, tg_verify_report *report) {
 
         rc = Esys_ReadClock(v->tpm->esys, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
         if (rc != TSS2_RC_SUCCESS)
-                return proof_failed(rc);
+                return proof_failed(rc, "ReadClock");
         report->clock = time_info->clockInfo.clock;
         report->reset_count = time_info->clockInfo.resetCount;
         report->restart_count = time_info->clockInfo.restartCount;
@@ -213,8 +236,19 @@ static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
 
                 rc = Esys_ReadPublic(v->tpm->esys, v->srk.tr, tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE,
                                      &pub, &name, NULL);
+                if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER &&
+                    (tg_tpm_rc_base(rc) == TPM2_RC_BAD_AUTH || tg_tpm_rc_base(rc) == TPM2_RC_AUTH_FAIL)) {
+                        /* The cached SRK name in the command, or the session key: a ReadClock names
+                         * nothing, so it proves the session alone (an alarm if it fails). */
+                        int r = prove_by_clock(v, report);
+                        if (r < 0)
+                                return r;
+                        log_info("cache: the SRK at 0x%08x is not the one this boot's cache recorded (TPM cleared "
+                                 "or re-provisioned since?): verifying in full.", TG_SRK_HANDLE);
+                        return -TG_ERR_INVALID;
+                }
                 if (rc != TSS2_RC_SUCCESS)
-                        return proof_failed(rc);
+                        return proof_failed(rc, "ReadPublic (cached SRK)");
                 rc = Esys_TR_GetName(v->tpm->esys, v->srk.tr, &cached_name);
                 if (rc != TSS2_RC_SUCCESS || !tg_name_equal(cached_name, name))
                         return log_debug_rc(-TG_ERR_INVALID, "cache: the SRK at 0x%08x is not the cached one.",
@@ -229,7 +263,7 @@ static int prove_cached_session(tg_verified_tpm *v, tg_verify_report *report) {
                 return 0;
         }
         if (tg_tpm_rc_base(rc) != TPM2_RC_HANDLE)
-                return proof_failed(rc);
+                return proof_failed(rc, "ReadPublic (SRK)");
 
         return prove_by_clock(v, report);
 }

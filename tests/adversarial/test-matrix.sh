@@ -69,9 +69,9 @@ op verify                 enrolled cold certify readpublic
 op enroll                 enrolled cold certify create pcrread readpublic load unseal
 op seal-import            enrolled cold certify create pcrread readpublic
 op unlock-plugin-cold     enrolled cold certify readpublic load unseal inject
-op unlock-plugin-warm     enrolled warm readclock readpublic load unseal
+op unlock-plugin-warm     enrolled warm readclock readpublic load unseal ctxload
 op unlock-cryptsetup-cold enrolled cold certify readpublic load unseal
-op unlock-cryptsetup-warm enrolled warm readclock readpublic load unseal
+op unlock-cryptsetup-warm enrolled warm readclock readpublic load unseal ctxload
 op change-pin             enrolled cold certify create unseal
 op rotate                 enrolled cold certify create unseal
 op reseal                 enrolled cold certify create unseal
@@ -510,6 +510,13 @@ mode extend-before-unseal   unseal       --mode extend-before --extend-before Un
 # Issue 30: the update seal's CreateLoaded answer altered (its public area, where the
 # authPolicy is: a widened policy, or one without the PIN): the response HMAC fails.
 mode tamper-createloaded    grace        --mode tamper --tamper CreateLoaded:180:0x01
+# The saved context of this boot's cached NULL key swapped, at its ContextLoad,
+# for another NULL primary's ("ctxload": the warm operations, which load it):
+# the TPM then derives another session key than ours. The proof of the cached
+# key (trust/verify.c), or of the unlock's policy session (tokens/seal.c),
+# refuses it as an interposer, never a silent full verification, never a
+# "wrong PIN" (issue 29).
+mode swap-context           ctxload      --mode swap-context
 
 # --- expectations -----------------------------------------------------------
 # What each case must do:
@@ -554,12 +561,12 @@ expect_of() {
         unlock-cryptsetup-cold/tamper-readpublic-name) echo ok; return ;;
         # cryptsetup's warm unlock now reads one public area: the call without a
         # PIN verifies first (is there a PIN that can work? docs/design.md §2.4),
-        # and its cached-key proof is an audited ReadPublic of the NULL key. A
-        # tampered response fails that proof's audit HMAC, and verification falls
-        # back to a full one, which certifies the genuine key over a fresh nonce;
-        # the unlock then works over it and leaks nothing (the token-open rows,
-        # which pass the PIN at once, read no public area: n/a).
-        unlock-cryptsetup-warm/tamper-readpublic-name) echo ok; return ;;
+        # and its cached-key proof is an audited ReadPublic of the SRK, whose name
+        # ESAPI reads unauthenticated first. A tampered name there makes the TPM
+        # refuse the proof's HMAC: an interposer alarm before any prompt (issue
+        # 29; before, verification fell back to a full one in silence). The
+        # token-open rows, which pass the PIN at once, read no public area: n/a.
+        unlock-cryptsetup-warm/tamper-readpublic-name) echo refused; return ;;
         # The injected unseal (issue 14 §3): the victim's unlock is not
         # touched, so it works either way. Without a PIN the interposer's own
         # policy session satisfies the policy and reads the secret; with one

@@ -15,6 +15,10 @@ ANCHOR=""
 # Provisioned, booted (PCR 7 extended once), no kernel null_name, policy prefer.
 booted_without_null_name() {
         tpm_setup
+        booted_without_null_name_here
+}
+
+booted_without_null_name_here() {
         write_config prefer
         ANCHOR=$WORK/run/boot-anchor.json
         "$TPMGUARD" provision >/dev/null
@@ -39,6 +43,13 @@ sleep_hook() {
         TPMGUARD_BIN=$TPMGUARD sh "$TPMGUARD_BUILD/units/tpmguard-sleep" "$@"
 }
 
+# The hook as systemd calls it around one phase of a suspend-then-hibernate.
+phase_hook() {
+        local phase=$1
+        shift
+        SYSTEMD_SLEEP_ACTION=$phase TPMGUARD_BIN=$TPMGUARD sh "$TPMGUARD_BUILD/units/tpmguard-sleep" "$@"
+}
+
 # What a suspend to RAM does to the TPM: Shutdown(STATE), power kept
 # (swtpm's _TPM_Init stands for the resume), Startup(STATE): a TPM Resume,
 # restartCount + 1, the NULL seed and the PCRs kept.
@@ -53,6 +64,25 @@ restart() {
         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_shutdown
         swtpm_ioctl --unix "$WORK/tpm/tpm.sock.ctrl" -i >/dev/null
         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_startup --clear
+}
+
+# What a hibernation does to the TPM, measured on swtpm: the kernel's Shutdown
+# (STATE, or CLEAR with HibernateMode=shutdown), the power lost (swtpm killed:
+# nothing more reaches the TPM), and the resuming boot's firmware
+# Startup(CLEAR) (the fixture's resume starts swtpm with startup-clear); the
+# resuming boot then measures the PCRs anew (boot_extend, where a test wants it). Shutdown(STATE) gives a TPM Restart (the NULL
+# key and resetCount kept, restartCount + 1); Shutdown(CLEAR) a TPM Reset (a
+# new NULL key, resetCount + 1, restartCount 0). The PCRs are reset by both.
+hibernate_power_cycle() {
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_shutdown ${1:+--clear}
+        kill -9 "$(cat "$WORK/tpm/swtpm.pid")"
+        while kill -0 "$(cat "$WORK/tpm/swtpm.pid")" 2>/dev/null; do sleep 0.05; done
+        "$FIXTURE" resume "$WORK/tpm"
+}
+
+counters() {
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_readclock |
+                awk '/reset_count/ {r = $2} /restart_count/ {s = $2} END {print r, s}'
 }
 
 json_field() { python3 -c 'import json, sys; print(json.loads(sys.argv[1])[sys.argv[2]])' "$OUT" "$1"; }
@@ -183,6 +213,145 @@ restart_during_announced_suspend_refused() {
         expect_exit 0 "$FIXTURE" reset "$WORK/tpm"
         boot_extend
         expect_exit 3 sleep_hook post suspend
+}
+
+# Hibernate, as measured on swtpm (hibernate_power_cycle): the hook's post
+# accepts exactly a Restart (same NULL key and resetCount, restartCount + 1) or
+# a Reset (new key, resetCount + 1, restartCount 0), with the PCRs measured
+# anew, and verify works after it; a suspend announced for the same move is
+# refused (its PCRs are compared).
+test_case hibernate_through_sleep_hook
+hibernate_through_sleep_hook() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        local before after
+        before=$(counters)
+        expect_exit 0 sleep_hook pre hibernate
+        hibernate_power_cycle
+        boot_extend
+        after=$(counters)
+        [ "${after% *}" = "${before% *}" ] && [ "${after#* }" = $((${before#* } + 1)) ] ||
+                { echo "# Shutdown(STATE) + power cycle + Startup(CLEAR): counters $before -> $after" >&2; return 1; }
+        expect_exit 0 sleep_hook post hibernate
+        expect_in "Resumed from hibernate" "$OUT"
+        expect_exit 0 "$TPMGUARD" verify
+
+        before=$(counters)
+        expect_exit 0 sleep_hook pre hibernate
+        hibernate_power_cycle clear
+        boot_extend
+        after=$(counters)
+        [ "${after% *}" = $((${before% *} + 1)) ] && [ "${after#* }" = 0 ] ||
+                { echo "# Shutdown(CLEAR) + power cycle + Startup(CLEAR): counters $before -> $after" >&2; return 1; }
+        expect_exit 0 sleep_hook post hibernate
+        expect_exit 0 "$TPMGUARD" verify
+
+        # The same Restart announced as a suspend: its PCRs are reset (not replayed here).
+        expect_exit 0 sleep_hook pre suspend
+        hibernate_power_cycle
+        expect_exit 3 sleep_hook post suspend
+        expect_in "PCRs are not the ones" "$ERR"
+}
+
+# hybrid-sleep resumes from RAM (a Resume: the PCRs kept, compared like a
+# suspend's); a Restart during it is refused with the likely cause first (the
+# power ran out and the machine resumed from disk) and the next step; a Reset
+# is never what a hybrid-sleep does.
+test_case hybrid_sleep_compares_pcrs
+hybrid_sleep_compares_pcrs() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        expect_exit 0 sleep_hook pre hybrid-sleep
+        suspend_resume
+        expect_exit 0 sleep_hook post hybrid-sleep
+        expect_in "PCRs are unchanged" "$OUT"
+        expect_exit 0 "$TPMGUARD" verify
+        expect_exit 0 sleep_hook pre hybrid-sleep
+        restart
+        expect_exit 3 sleep_hook post hybrid-sleep
+        expect_in "the power ran out during the sleep and the machine resumed from disk" "$ERR"
+        expect_in "reboot" "$ERR"
+        expect_exit 3 "$TPMGUARD" verify
+}
+
+test_case hybrid_sleep_refuses_reset
+hybrid_sleep_refuses_reset() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        expect_exit 0 sleep_hook pre hybrid-sleep
+        reset_and_replay
+        expect_exit 3 sleep_hook post hybrid-sleep
+        expect_in "reset since" "$ERR"
+}
+
+# suspend-then-hibernate: systemd runs the hooks around each phase, naming it
+# in SYSTEMD_SLEEP_ACTION; the hook checks the suspend phase like a suspend
+# (PCRs compared) and the hibernation like a hibernation. Without the phase
+# (an older systemd), a move by one restart is a suspend and its PCRs are
+# compared too.
+test_case suspend_then_hibernate_phases
+suspend_then_hibernate_phases() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        expect_exit 0 phase_hook suspend pre suspend-then-hibernate
+        suspend_resume
+        expect_exit 0 phase_hook suspend post suspend-then-hibernate
+        expect_in "Resumed from suspend" "$OUT"
+        expect_exit 0 phase_hook hibernate pre suspend-then-hibernate
+        hibernate_power_cycle
+        boot_extend
+        expect_exit 0 phase_hook hibernate post suspend-then-hibernate
+        expect_in "Resumed from hibernate" "$OUT"
+        expect_exit 0 "$TPMGUARD" verify
+        # The suspend phase with a Restart and fresh PCRs in it: refused.
+        expect_exit 0 phase_hook suspend pre suspend-then-hibernate
+        restart
+        expect_exit 3 phase_hook suspend post suspend-then-hibernate
+        expect_in "PCRs are not the ones" "$ERR"
+}
+
+test_case suspend_then_hibernate_without_phase
+suspend_then_hibernate_without_phase() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        # Woke before hibernating: one Restart with fresh PCRs is not a resume.
+        expect_exit 0 sleep_hook pre suspend-then-hibernate
+        restart
+        expect_exit 3 sleep_hook post suspend-then-hibernate
+        expect_in "PCRs are not the ones" "$ERR"
+}
+
+test_case suspend_then_hibernate_without_phase_hibernated
+suspend_then_hibernate_without_phase_hibernated() {
+        booted_without_null_name
+        expect_exit 0 "$TPMGUARD" verify
+        # Suspended (a Resume), then hibernated (a Restart): + 2, the PCRs measured anew.
+        expect_exit 0 sleep_hook pre suspend-then-hibernate
+        suspend_resume
+        hibernate_power_cycle
+        boot_extend
+        expect_exit 0 sleep_hook post suspend-then-hibernate
+        expect_exit 0 "$TPMGUARD" verify
+}
+
+# The PCRs a sleep must keep are compared in every active bank, not only
+# SHA-256: a Restart during a suspend that replays SHA-256 exactly but leaves
+# SHA-1 (a bank a token may be sealed to) otherwise is refused.
+test_case suspend_compares_every_bank
+suspend_compares_every_bank() {
+        tpm_setup
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrallocate sha1:all+sha256:all >/dev/null
+        "$FIXTURE" reset "$WORK/tpm"
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        booted_without_null_name_here
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend 7:sha1=0123456789abcdef0123456789abcdef01234567 >/dev/null
+        expect_exit 0 "$TPMGUARD" verify
+        expect_exit 0 sleep_hook pre suspend
+        restart
+        boot_extend
+        # SHA-256 is exactly as before sleep; SHA-1 PCR 7 is not.
+        expect_exit 3 sleep_hook post suspend
+        expect_in "PCRs are not the ones" "$ERR"
 }
 
 # A Restart with PCR replay, nobody announced a sleep: exit 3, and the

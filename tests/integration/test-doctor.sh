@@ -142,6 +142,28 @@ pcr_change_says_reseal() {
         expect_in "[ ok ] verification" "$OUT"
 }
 
+# Issue 29: a "pin" edited to false (format 1, pin_kdf removed, so that it parses) is an
+# edited header, not a PCR change to reseal over.
+test_case edited_pin_flag_is_not_a_pcr_change
+edited_pin_flag_is_not_a_pcr_change() {
+        setup_enrolled
+        cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/token.json"
+        python3 - "$WORK/token.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pin"] = False
+t["version"] = 1
+t.pop("pin_kdf", None)
+json.dump(t, open(sys.argv[1], "w"))
+PY
+        cryptsetup token remove --token-id 0 "$WORK/disk.img"
+        cryptsetup token import --json-file "$WORK/token.json" --token-id 0 "$WORK/disk.img"
+        expect_exit 15 doctor "$WORK/disk.img"
+        expect_in "\"pin\" field does not match the sealed object: the header was edited" "$OUT"
+        refute_in "do not satisfy the sealed policy" "$OUT"
+        expect_in "tpmguard reseal $WORK/disk.img" "$OUT"
+}
+
 test_case volumes_from_crypttab
 volumes_from_crypttab() {
         setup_enrolled

@@ -11,10 +11,13 @@
 #   - the unlock's policy session salted to another key (redirect-salt):
 #     reported as tampering, not "Wrong PIN", no DA try, no second prompt;
 #   - the cached NULL key's saved context swapped for another key's
-#     (swap-context): the same, on the warm path;
+#     (swap-context): the same, on the warm path; swapped at the PIN-less
+#     call's verification: its cached proof fails, an alarm before any prompt;
 #   - the Unseal's response HMAC flipped (tamper-hmac Unseal): tampering, no
 #     DA try (the TPM unsealed with the right PIN), no second prompt;
-#   - the lifecycle's unseal (rotate) rides out the same PCR race.
+#   - the lifecycle's unseal (rotate) rides out the same PCR race;
+#   - a header whose "pin" was edited to false (a format 1 PIN token): named
+#     as an edited header, never as a PCR mismatch with a reseal hint.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_getcap tpm2_pcrread cryptsetup unshare python3
@@ -100,8 +103,7 @@ swapped_context_is_tampering() {
         expect_exit 0 "$TPMGUARD" verify --record
         before=$(da_counter)
         # The second ContextLoad of the cached NULL key: the PIN call's (the call before it,
-        # without a PIN, checks that one can work; a swap there fails the cached proof and
-        # costs a full verification, trust/verify.c).
+        # without a PIN, checks that one can work; a swap there is the next case).
         interposer_start --mode swap-context --swap-context-at 2
         pty_open 3 1234 1234 1234
         interposer_stop
@@ -111,6 +113,31 @@ swapped_context_is_tampering() {
         tty_has "Interposer suspected"
         tty_lacks "Wrong PIN"
         same_da "$before"
+        recovery_opens "$WORK/disk.img"
+}
+
+# The first ContextLoad: the PIN-less call's verification from the cache, whose proof (an
+# audited ReadPublic) the TPM refuses. An alarm, before any prompt; before issue 29 it fell
+# back to a full verification in silence, and the attack went unnoticed.
+test_case swapped_context_fails_the_cached_proof
+swapped_context_fails_the_cached_proof() {
+        setup_enrolled
+        local before
+        expect_exit 0 "$TPMGUARD" verify --record
+        before=$(da_counter)
+        interposer_start --mode swap-context --swap-context-at 1
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked although the cached key's proof failed" >&2; return 1; }
+        attacked swap-context
+        [ "$PROMPTS" = 0 ] || { echo "# $PROMPTS PIN prompts after a failed proof" >&2; return 1; }
+        tty_has "The proof of this boot's cached NULL key failed"
+        tty_has "Not asking for the PIN: the TPM could not be verified"
+        tty_lacks "Wrong PIN"
+        same_da "$before"
+        # The cache is dropped: the next unlock verifies in full and works.
+        pty_open 3 1234
+        [ "$RC" = 0 ] || { echo "# the unlock after the attack failed" >&2; return 1; }
         recovery_opens "$WORK/disk.img"
 }
 
@@ -144,6 +171,32 @@ lifecycle_unseal_rides_out_pcr_race() {
         attacked extend-before
         same_da "$before"
         pin_opens "$WORK/pin"
+        recovery_opens "$WORK/disk.img"
+}
+
+# The edit that drops the PIN writes format 1 too (format 2 exists only with a PIN) and
+# removes pin_kdf: the token parses, and only the sealed object tells the truth.
+test_case edited_pin_flag_is_an_edit_not_a_pcr_mismatch
+edited_pin_flag_is_an_edit_not_a_pcr_mismatch() {
+        setup_enrolled
+        cryptsetup token export --token-id 0 "$WORK/disk.img" >"$WORK/token.json"
+        $PY - "$WORK/token.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1]))
+t["pin"] = False
+t["version"] = 1
+t.pop("pin_kdf", None)
+json.dump(t, open(sys.argv[1], "w"))
+PY
+        cryptsetup token remove --token-id 0 "$WORK/disk.img"
+        # Imported without our plugin (no validation): an attacker editing the header.
+        cryptsetup token import --json-file "$WORK/token.json" --token-id 0 "$WORK/disk.img"
+        pty_open 3 1234
+        [ "$RC" != 0 ] || { echo "# unlocked with an edited pin flag" >&2; return 1; }
+        [ "$PROMPTS" = 0 ] || { echo "# $PROMPTS PIN prompts for a token that says it has no PIN" >&2; return 1; }
+        tty_has "\"pin\" field does not match the sealed object: the header was edited"
+        tty_lacks "PCR mismatch"
+        tty_lacks "firmware"
         recovery_opens "$WORK/disk.img"
 }
 
