@@ -35,6 +35,18 @@ TOKEN_EXPORT void cryptsetup_token_dump(struct crypt_device *cd, const char *jso
  */
 static tg_pin_attempts pin_attempts;
 
+/*
+ * The PIN-less call's prepared unseal (tokens/unlock.h) is flushed by the next call of any kind;
+ * one that no call takes (the user gave up at the prompt, the process exits) is flushed here,
+ * when libcryptsetup unloads the plugin or the process exits normally. A process killed by a
+ * signal leaves it to the resource manager (/dev/tpmrm0 flushes a connection's objects and
+ * sessions when it closes); on a TPM reached without one, the two handles stay loaded until the
+ * TPM's next reset, as after any crashed TPM client: secret-free, and useless without the PIN.
+ */
+__attribute__((destructor)) static void release_prepared(void) {
+        tg_unlock_prepared_release(&pin_attempts);
+}
+
 static void log_to_cryptsetup(int level, const char *message, void *userdata) {
         struct crypt_device *cd = userdata;
         int crypt_level;

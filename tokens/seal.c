@@ -892,16 +892,24 @@ static int token_auth(const tg_token *token, const tg_secret *pin, tg_secret **r
         return 0;
 }
 
-int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret) {
+/* Hands a handle over: the caller owns it, and the cleanup of h releases nothing. */
+static tg_handle take_handle(tg_handle *h) {
+        tg_handle t = *h;
+
+        h->tr = ESYS_TR_NONE;
+        return t;
+}
+
+/*
+ * Everything of an unseal that needs no PIN value: the sealed object loaded and the policy session
+ * started, proven and run (PolicyAuthValue needs no PIN: only the Unseal's HMAC uses it). Handles
+ * are handed out only on success; on failure everything loaded here is flushed.
+ */
+static int unseal_begin(tg_verified_tpm *v, const tg_token *token, tg_handle *ret_object, tg_handle *ret_policy) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_handle_ tg_handle parent = TG_HANDLE_NULL, object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
-        _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
         TSS2_RC rc;
         int r;
-
-        r = token_auth(token, pin, &auth, &mask);
-        if (r < 0)
-                return r;
 
         object.esys = policy.esys = esys;
         if (tg_vtpm_has_session(v)) {
@@ -998,7 +1006,18 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                         return r;
         }
 
-        r = unseal_object(v, token, auth, mask, object.tr, &policy, ret_secret);
+        *ret_object = take_handle(&object);
+        *ret_policy = take_handle(&policy);
+        return 0;
+}
+
+/* The Unseal of what unseal_begin() loaded and started, with the PIN's authValue (and format 2's
+ * mask); object and policy released here, on every path. */
+static int unseal_end(tg_verified_tpm *v, const tg_token *token, const tg_secret *auth, const tg_secret *mask,
+                      tg_handle *object, tg_handle *policy, tg_secret **ret_secret) {
+        int r;
+
+        r = unseal_object(v, token, auth, mask, object->tr, policy, ret_secret);
         if (r >= 0 && tg_vtpm_rm_flushes(v))
                 /*
                  * One-shot through a resource manager that flushes at close (docs/design.md §2.4): the sealed
@@ -1014,8 +1033,88 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
                  * (a wrong PIN) is followed by a DA-state read on this connection, and every handle
                  * left live would cost a ContextLoad and a ContextSave around it.
                  */
-                object.close_only = true;
+                object->close_only = true;
+        tg_handle_release(object);
+        tg_handle_release(policy);
         return r;
+}
+
+int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret) {
+        _cleanup_handle_ tg_handle object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
+        _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
+        int r;
+
+        /* Argon2id before any command: a PIN-less call fails here, having sent nothing. */
+        r = token_auth(token, pin, &auth, &mask);
+        if (r < 0)
+                return r;
+        r = unseal_begin(v, token, &object, &policy);
+        if (r < 0)
+                return r;
+        return unseal_end(v, token, auth, mask, &object, &policy, ret_secret);
+}
+
+int tg_unseal_prepare(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied, tg_handle *ret_object,
+                      tg_handle *ret_policy) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_handle_ tg_handle object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
+        _cleanup_free_ TPM2B_DIGEST *digest = NULL;
+        bool satisfied = true;
+        TSS2_RC rc;
+        int r;
+
+        r = unseal_begin(v, token, &object, &policy);
+        if (r < 0)
+                return r;
+        if (token->pcr_mask) {
+                /*
+                 * Is the token's PCR policy satisfied now? The session's policyDigest after the
+                 * token's policy equals the token's policy_hash exactly when it is. Read with the
+                 * policy session as the encrypt session of its own PolicyGetDigest (as policy_prove()):
+                 * the response HMAC, keyed by the session key salted to the verified NULL key, makes
+                 * the digest authentic, so a forged "mismatch" (which would send the user to the
+                 * recovery passphrase with a message that looks legitimate) fails as tampering.
+                 * Carrying the session resets its policy in the TPM (UpdateInternalSession()), so the
+                 * policy is run again after it, for the Unseal.
+                 */
+                (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT,
+                                                 0xff);
+                rc = Esys_PolicyGetDigest(esys, policy.tr, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, &digest);
+                /* As in policy_prove(): a refused session HMAC means the session key is not ours. */
+                if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER &&
+                    (tg_tpm_rc_base(rc) == TPM2_RC_BAD_AUTH || tg_tpm_rc_base(rc) == TPM2_RC_AUTH_FAIL))
+                        return log_alert_rc(-TG_ERR_INTERPOSER,
+                                            "The TPM does not share the key of the policy session salted to the "
+                                            "verified NULL key (%s): the session was redirected or swapped on the "
+                                            "TPM bus. Interposer suspected; no PIN was asked for.",
+                                            Tss2_RC_Decode(rc));
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyGetDigest (is the token's PCR policy satisfied?)");
+                satisfied = digest->size == token->policy_hash.size &&
+                            memcmp(digest->buffer, token->policy_hash.buffer, digest->size) == 0;
+                r = policy_run(v, token, policy.tr);
+                if (r < 0)
+                        return r;
+        }
+        *ret_satisfied = satisfied;
+        *ret_object = take_handle(&object);
+        *ret_policy = take_handle(&policy);
+        return 0;
+}
+
+int tg_unseal_prepared(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
+                       tg_handle *policy, tg_secret **ret_secret) {
+        _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
+        int r;
+
+        /* The PIN's Argon2id: CPU time after the PIN, but no TPM command. */
+        r = token_auth(token, pin, &auth, &mask);
+        if (r < 0) {
+                tg_handle_release(object);
+                tg_handle_release(policy);
+                return r;
+        }
+        return unseal_end(v, token, auth, mask, object, policy, ret_secret);
 }
 
 int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,

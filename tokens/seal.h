@@ -82,6 +82,21 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
  */
 int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret);
 
+/*
+ * tg_unseal() in two halves, for the token plugin's two calls (issue 33; docs/design.md §2.4, "Work
+ * before the PIN"): tg_unseal_prepare() does everything that needs no PIN value (the sealed
+ * object's Load, the salted policy session started and proven, the token's policy run in it,
+ * PolicyAuthValue included) and says whether the token's PCR policy is satisfied now (from the
+ * session's policy digest, authenticated by the session's response HMAC); it hands out the loaded
+ * object and the policy session, secret-free, only on success. tg_unseal_prepared() then derives
+ * the authValue from the PIN and sends the Unseal (PolicyRestart and the policy again on a PCR
+ * race, spending no dictionary-attack try); object and policy are released there, on every path.
+ */
+int tg_unseal_prepare(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied, tg_handle *ret_object,
+                      tg_handle *ret_policy);
+int tg_unseal_prepared(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
+                       tg_handle *policy, tg_secret **ret_secret);
+
 /* tg_unseal() of the object tg_seal_loaded() left loaded (released here, on every path). */
 int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
                      tg_secret **ret_secret);

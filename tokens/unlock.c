@@ -26,15 +26,54 @@ unsigned tg_pin_da_spendable(bool in_lockout, uint32_t failures, uint32_t max_fa
         return remaining > reserve ? remaining - reserve : 0;
 }
 
+struct tg_unlock_prepared {
+        uint8_t token_digest[32];
+        tg_verified_tpm *v;
+        tg_handle object;     /* the sealed object, loaded */
+        tg_handle policy;     /* its policy session, salted, proven, the token's policy run */
+};
+
+static int token_digest(const char *token_json, uint8_t digest[static 32]) {
+        unsigned int digest_size = 0;
+
+        if (EVP_Digest(token_json, strlen(token_json), digest, &digest_size, EVP_sha256(), NULL) != 1 ||
+            digest_size != 32)
+                return -TG_ERR_IO;
+        return 0;
+}
+
+void tg_unlock_prepared_release(tg_pin_attempts *attempts) {
+        tg_unlock_prepared *p;
+
+        if (!attempts || !attempts->prepared)
+                return;
+        p = TAKE_PTR(attempts->prepared);
+        tg_handle_release(&p->object);
+        tg_handle_release(&p->policy);
+        tg_verified_tpm_free(p->v);
+        free(p);
+}
+
+/* The PIN-less call's work for this token JSON, handed over (NULL when there is none); any other is flushed. */
+static tg_unlock_prepared *prepared_take(tg_pin_attempts *attempts, const char *token_json) {
+        uint8_t digest[32];
+
+        if (!attempts || !attempts->prepared)
+                return NULL;
+        if (token_digest(token_json, digest) >= 0 &&
+            memcmp(attempts->prepared->token_digest, digest, sizeof digest) == 0)
+                return TAKE_PTR(attempts->prepared);
+        tg_unlock_prepared_release(attempts);
+        return NULL;
+}
+
 /* The counter of wrong PINs for this token JSON; NULL when the table is full or on error. */
 static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json) {
         uint8_t digest[32];
-        unsigned int digest_size = 0;
 
         if (!attempts)
                 return NULL;
-        if (EVP_Digest(token_json, strlen(token_json), digest, &digest_size, EVP_sha256(), NULL) != 1 ||
-            digest_size != sizeof digest)
+        if (token_digest(token_json, digest) < 0)
                 return NULL;
         for (size_t i = 0; i < TG_PIN_ATTEMPTS_SLOTS; i++)
                 if (attempts->slot[i].used && memcmp(attempts->slot[i].token_digest, digest, sizeof digest) == 0)
@@ -167,10 +206,31 @@ static void update_notice(tg_verified_tpm *v, struct crypt_device *cd, const tg_
  *    does too, or ask, which is what happened before).
  * A check that cannot run (a PCR bank the TPM lacks) asks for the PIN, as before.
  */
-static int pin_can_work(struct crypt_device *cd, const tg_config *config, const tg_token *token) {
-        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+static int not_verified(int r) {
+        return log_error_rc(r, "Not asking for the PIN: the TPM could not be verified (see above), so no "
+                            "PIN could unlock. Use the recovery passphrase, then run 'tpmguard doctor'.");
+}
+
+static int pcr_mismatch(struct crypt_device *cd, const tg_token *token, tg_alt_kind kind) {
         const char *device = cd ? crypt_get_device_name(cd) : NULL;
         char pcrs[96];
+
+        tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
+        return log_error_rc(-TG_ERR_PCR_MISMATCH,
+                            "Not asking for the PIN: the %s values of PCR %s no longer match the token's "
+                            "sealed policy (a PCR mismatch)%s, so no PIN can unlock it (firmware, boot "
+                            "loader or Secure Boot settings changed?). Unlock with the recovery passphrase, "
+                            "then run 'tpmguard reseal %s' (it asks for that passphrase). Before the next "
+                            "update, 'tpmguard update prepare %s' lets the boots after it unlock with the "
+                            "PIN alone.",
+                            tg_pcr_bank_to_string(token->pcr_bank), pcrs,
+                            kind == TG_ALT_GRACE ? " and its update grace has expired" : "",
+                            device ?: "DEVICE", device ?: "DEVICE");
+}
+
+static int pin_can_work(struct crypt_device *cd, const tg_config *config, const tg_token *token) {
+        const char *device = cd ? crypt_get_device_name(cd) : NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         bool satisfied = true;
         tg_alt_kind kind = 0;
         tg_token view;
@@ -179,8 +239,7 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
 
         r = tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v);
         if (r < 0)
-                return log_error_rc(r, "Not asking for the PIN: the TPM could not be verified (see above), so no "
-                                    "PIN could unlock. Use the recovery passphrase, then run 'tpmguard doctor'.");
+                return not_verified(r);
         if (tg_vcache_da_load(config, &da) < 0 || da.max_failures == 0 ||
             tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0) {
                 /* Over the verified session: a forged "in lockout" would send the user to the recovery
@@ -199,19 +258,8 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                                     da.in_lockout ? "the TPM is in dictionary-attack lockout" :
                                     "only the reserved TPM dictionary-attack tries remain",
                                     config->pin_da_reserve, config->path, da.recovery_seconds);
-        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied) >= 0 && !satisfied) {
-                tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
-                return log_error_rc(-TG_ERR_PCR_MISMATCH,
-                                    "Not asking for the PIN: the %s values of PCR %s no longer match the token's "
-                                    "sealed policy (a PCR mismatch)%s, so no PIN can unlock it (firmware, boot "
-                                    "loader or Secure Boot settings changed?). Unlock with the recovery passphrase, "
-                                    "then run 'tpmguard reseal %s' (it asks for that passphrase). Before the next "
-                                    "update, 'tpmguard update prepare %s' lets the boots after it unlock with the "
-                                    "PIN alone.",
-                                    tg_pcr_bank_to_string(token->pcr_bank), pcrs,
-                                    kind == TG_ALT_GRACE ? " and its update grace has expired" : "",
-                                    device ?: "DEVICE", device ?: "DEVICE");
-        }
+        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied) >= 0 && !satisfied)
+                return pcr_mismatch(cd, token, kind);
         if (kind == TG_ALT_GRACE)
                 log_notice("The PCR values changed; the update grace of 'tpmguard update prepare' opens %s with the "
                            "PIN.", device ?: "the volume");
@@ -221,11 +269,83 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
         return -TG_ERR_PIN_NEEDED;
 }
 
+/*
+ * The PIN-less call (issue 33): pin_can_work()'s checks, and with them all of the unseal that needs
+ * no PIN value, on a one-shot verified TPM, kept in attempts->prepared for the call with the PIN,
+ * which then sends only the Unseal (and the object's flush). What the user waits for after typing
+ * the PIN is that, and the PIN's Argon2id. Why each check is still bound to the session that
+ * unseals: docs/design.md §2.4, "Work before the PIN". Where this cannot be done cheaply or
+ * safely it falls back to pin_can_work(), and the call with the PIN does the whole unseal as before.
+ */
+static int prepare_unlock(struct crypt_device *cd, const tg_config *config, const tg_token *token,
+                          const char *token_json, tg_pin_attempts *attempts) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_handle_ tg_handle object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
+        _cleanup_free_ tg_unlock_prepared *p = NULL;
+        bool satisfied = true;
+        tg_da_state da;
+        int r;
+
+        /* A previous PIN-less call's work that no PIN call took (another token tried in between). */
+        tg_unlock_prepared_release(attempts);
+        /* A token with update seals chooses its seal from audited reads (tg_unlock_choose_seal()):
+         * rare (between 'update prepare' and 'update finish'), so it is not prepared. */
+        if (!attempts || token->n_alt > 0)
+                return pin_can_work(cd, config, token);
+
+        r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = true }, NULL, &v);
+        if (r < 0)
+                return not_verified(r);
+        if (tg_vcache_da_load(config, &da) < 0 || da.max_failures == 0 ||
+            tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0) {
+                /*
+                 * This boot's DA state is not known to leave tries: read it. The warm one-shot path has
+                 * no salted HMAC session to audit the read, so here it may only let us ask (a forged
+                 * "tries left" spends tries the TPM itself still counts and bounds, as the PIN call's own
+                 * read always could); a refusal comes only from pin_can_work()'s audited read, so that a
+                 * forged lockout never sends the user away with a message that looks legitimate.
+                 */
+                if (tg_da_read(tg_vtpm_esys(v), tg_vtpm_has_session(v) ? tg_vtpm_audit_session(v) : ESYS_TR_NONE,
+                               &da) < 0 || da.max_failures == 0 ||
+                    tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0) {
+                        tg_verified_tpm_free(TAKE_PTR(v));
+                        return pin_can_work(cd, config, token);
+                }
+                (void) tg_vcache_da_store(config, &da);
+        }
+
+        r = tg_unseal_prepare(v, token, &satisfied, &object, &policy);
+        if (r == -TG_ERR_INTERPOSER || r == -TG_ERR_TOKEN)
+                return r;   /* logged: an alarm, or a token no PIN can open */
+        if (r < 0) {
+                log_debug("The unseal's work before the PIN failed (%s): the PIN call does all of it.", tg_err_str(r));
+                tg_verified_tpm_free(TAKE_PTR(v));
+                return pin_can_work(cd, config, token);
+        }
+        if (!satisfied)
+                return pcr_mismatch(cd, token, 0);
+
+        p = calloc(1, sizeof *p);
+        if (!p)
+                return -TG_ERR_NOMEM;
+        r = token_digest(token_json, p->token_digest);
+        if (r < 0)
+                return r;
+        p->v = TAKE_PTR(v);
+        p->object = object;
+        p->policy = policy;
+        object.tr = policy.tr = ESYS_TR_NONE;
+        attempts->prepared = TAKE_PTR(p);
+        return -TG_ERR_PIN_NEEDED;
+}
+
 int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
                          tg_pin_attempts *attempts, tg_secret **ret_passphrase) {
         _cleanup_config_ tg_config *config = NULL;
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_secret_ tg_secret *secret = NULL;
+        _cleanup_handle_ tg_handle object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
+        _cleanup_free_ tg_unlock_prepared *prepared = NULL;
         tg_da_state da;
         bool da_known = false;
         unsigned *wrong;
@@ -234,31 +354,41 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         int r;
 
         r = tg_token_from_string(token_json, &token);
-        if (r < 0)
+        if (r >= 0)
+                r = tg_config_load(NULL, &config);
+        if (r < 0) {
+                tg_unlock_prepared_release(attempts);
                 return r;
-
-        r = tg_config_load(NULL, &config);
-        if (r < 0)
-                return r;
+        }
         wrong = token.pin ? attempts_slot(attempts, token_json) : NULL;
-        if (wrong && *wrong >= config->pin_tries)
+        if (wrong && *wrong >= config->pin_tries) {
                 /* systemd-cryptsetup would ask forever on -ENOANO: the budget ends here. */
+                tg_unlock_prepared_release(attempts);
                 return log_error_rc(-TG_ERR_BAD_PIN, "%u wrong PINs: no more tries (pin_tries = %u). "
                                     "Use the recovery passphrase.", *wrong, config->pin_tries);
+        }
         if (token.pin && !pin)
-                return pin_can_work(cd, config, &token);
+                return prepare_unlock(cd, config, &token, token_json, attempts);
 
-        /*
-         * One unseal and nothing after it: the session ends with its last command (no FlushContext).
-         * A token with update seals keeps the HMAC session: the seal is chosen from audited reads
-         * first (tg_unlock_choose_seal()).
-         */
-        r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = token.n_alt == 0 }, NULL, &v);
-        if (r < 0)
-                return r;
+        /* The PIN-less call's work for this token, when this process made it (prepare_unlock()). */
+        prepared = token.pin ? prepared_take(attempts, token_json) : NULL;
+        tg_unlock_prepared_release(attempts);
         seal = token;
-        if (token.n_alt > 0) {
-                r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL);
+        if (prepared) {
+                v = TAKE_PTR(prepared->v);
+                object = prepared->object;
+                policy = prepared->policy;
+                log_debug("Unsealing with the sessions and the object the PIN-less call prepared.");
+        } else {
+                /*
+                 * One unseal and nothing after it: the session ends with its last command (no
+                 * FlushContext). A token with update seals (never prepared: prepare_unlock()) keeps the
+                 * HMAC session: the seal is chosen from audited reads first (tg_unlock_choose_seal()).
+                 */
+                r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = token.n_alt == 0 },
+                              NULL, &v);
+                if (r >= 0 && token.n_alt > 0)
+                        r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL);
                 if (r < 0)
                         return r;
         }
@@ -297,7 +427,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                                             config->pin_da_reserve, config->path, da.recovery_seconds);
         }
 
-        r = tg_unseal(v, &seal, pin, &secret);
+        r = prepared ? tg_unseal_prepared(v, &token, pin, &object, &policy, &secret) : tg_unseal(v, &seal, pin, &secret);
         explicit_bzero(&seal, sizeof seal);
         if (r == -TG_ERR_BAD_PIN) {
                 unsigned spendable = 1;

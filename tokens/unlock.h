@@ -17,13 +17,25 @@
  * have budgets of their own.
  */
 #define TG_PIN_ATTEMPTS_SLOTS 8
+typedef struct tg_unlock_prepared tg_unlock_prepared;
 typedef struct tg_pin_attempts {
         struct {
                 uint8_t token_digest[32];
                 unsigned wrong;
                 bool used;
         } slot[TG_PIN_ATTEMPTS_SLOTS];
+        /*
+         * The PIN-less call's work for the PIN call (issue 33; docs/design.md §2.4, "Work before the
+         * PIN"): the verified TPM's connection, the loaded sealed object and the policy session with
+         * the token's policy run, for one token. Secret-free (handles and session state, no PIN, no
+         * authValue, no secret). Taken by the next call with a PIN for the same token JSON, dropped
+         * (flushed) by any other call and by tg_unlock_prepared_release(). NULL when none.
+         */
+        tg_unlock_prepared *prepared;
 } tg_pin_attempts;
+
+/* Flushes and frees attempts->prepared (the plugin calls it when it is unloaded or the process exits). */
+void tg_unlock_prepared_release(tg_pin_attempts *attempts);
 
 /*
  * The whole unlock path behind the token plugin: configuration from /etc
@@ -46,6 +58,9 @@ typedef struct tg_pin_attempts {
  * lockout nor down to the reserve (-TG_ERR_LOCKOUT), and the token's PCR
  * policy satisfied by the PCR values now (-TG_ERR_PCR_MISMATCH). Each refusal
  * says why and sends the caller on to the passphrase without a PIN prompt.
+ * When it asks, it has also done all of the unseal that needs no PIN value
+ * (tg_unseal_prepare()) and keeps it in attempts->prepared, so that the call
+ * with the PIN sends only the Unseal (and the sealed object's flush).
  *
  * Returns the keyslot passphrase, or one of: -TG_ERR_PIN_NEEDED,
  * -TG_ERR_PIN_RETRY, -TG_ERR_BAD_PIN, -TG_ERR_LOCKOUT, -TG_ERR_PCR_MISMATCH,

@@ -11,10 +11,20 @@
  *
  *   bench-token-open --plugin SO --type TOKEN_TYPE --pin-file FILE
  *                    [--systemd-device TCTI --systemd-version N] [--iterations N]
- *                    [--remove-before-each FILE] IMAGE
+ *                    [--remove-before-each FILE] [--pin-less-first [--sync]] IMAGE
  *
  * The PIN comes from a file, never argv or the environment. Prints one JSON
  * object: {"ms": [t1, t2, ...]}. Exits 0 only when every open unlocked.
+ *
+ * --pin-less-first opens as systemd-cryptsetup and `cryptsetup open` do
+ * (issue 33): first cryptsetup_token_open without a PIN, which must answer
+ * -ENOANO ("ask for a PIN"), then cryptsetup_token_open_pin with it, in the
+ * same process and on the same crypt_device. Each "ms" value is then the sum
+ * of both calls, and "pre_ms" and "post_ms" list each call's time (what runs
+ * before the plugin has the PIN, what runs after it; the human's typing is
+ * not in either). With --sync it writes the line "pin-less-done" to stdout
+ * after the first call and waits for a line on stdin before the second, so
+ * that tests/bench/run can tell the two calls' TPM commands apart.
  *
  * systemd's plugin takes its device through usrptr, as a
  * systemd_tpm2_plugin_params (src/shared/tpm2-util.h) whose layout depends on
@@ -30,6 +40,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <libcryptsetup.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -58,6 +69,7 @@ typedef struct systemd_v255_tpm2_plugin_params {
 
 typedef int (*token_open_pin_fn)(struct crypt_device *cd, int token, const char *pin, size_t pin_size,
                                  char **buffer, size_t *buffer_len, void *usrptr);
+typedef int (*token_open_fn)(struct crypt_device *cd, int token, char **buffer, size_t *buffer_len, void *usrptr);
 typedef void (*token_buffer_free_fn)(void *buffer, size_t buffer_len);
 
 static void crypt_freep(struct crypt_device **cd) {
@@ -104,7 +116,8 @@ static int find_token(struct crypt_device *cd, const char *type) {
 
 static void usage(void) {
         fprintf(stderr, "usage: bench-token-open --plugin SO --type TOKEN_TYPE --pin-file FILE "
-                        "[--systemd-device TCTI --systemd-version N] [--iterations N] [--remove-before-each FILE] IMAGE\n");
+                        "[--systemd-device TCTI --systemd-version N] [--iterations N] [--remove-before-each FILE] "
+                        "[--pin-less-first [--sync]] IMAGE\n");
 }
 
 static void log_to_stderr(int level, const char *msg, void *usrptr) {
@@ -122,6 +135,8 @@ int main(int argc, char *argv[]) {
                 { "systemd-version", required_argument, NULL, 'v' },
                 { "iterations", required_argument, NULL, 'n' },
                 { "remove-before-each", required_argument, NULL, 'r' },
+                { "pin-less-first", no_argument, NULL, 'f' },
+                { "sync", no_argument, NULL, 's' },
                 {}
         };
         _cleanup_(crypt_freep) struct crypt_device *cd = NULL;
@@ -132,7 +147,10 @@ int main(int argc, char *argv[]) {
         void *sd_params = NULL;
         long systemd_version = 0;
         token_open_pin_fn open_pin;
+        token_open_fn open_no_pin = NULL;
         token_buffer_free_fn buffer_free;
+        bool pin_less_first = false, sync = false;
+        _cleanup_free_ double *ms = NULL, *pre_ms = NULL, *post_ms = NULL;
         char pin[256];
         size_t pin_len = 0;
         long iterations = 1;
@@ -145,6 +163,8 @@ int main(int argc, char *argv[]) {
                 case 'P': pin_path = optarg; break;
                 case 'd': device = optarg; break;
                 case 'r': remove_path = optarg; break;
+                case 'f': pin_less_first = true; break;
+                case 's': sync = true; break;
                 case 'v':
                         systemd_version = strtol(optarg, NULL, 10);
                         break;
@@ -159,7 +179,8 @@ int main(int argc, char *argv[]) {
                         usage();
                         return 2;
                 }
-        if (!plugin_path || !type || !pin_path || optind + 1 != argc || (device && !systemd_version)) {
+        if (!plugin_path || !type || !pin_path || optind + 1 != argc || (device && !systemd_version) ||
+            (sync && !pin_less_first)) {
                 usage();
                 return 2;
         }
@@ -197,6 +218,17 @@ int main(int argc, char *argv[]) {
                         plugin_path);
                 return 1;
         }
+        if (pin_less_first) {
+                /* libcryptsetup calls the plugin's open (not open_pin) when it has no PIN. */
+                open_no_pin = (token_open_fn) dlvsym(plugin, "cryptsetup_token_open", "CRYPTSETUP_TOKEN_1.0");
+                pre_ms = calloc((size_t) iterations, sizeof *pre_ms);
+                post_ms = calloc((size_t) iterations, sizeof *post_ms);
+                if (!open_no_pin || !pre_ms || !post_ms) {
+                        fprintf(stderr, "bench-token-open: %s exports no cryptsetup_token_open@CRYPTSETUP_TOKEN_1.0\n",
+                                plugin_path);
+                        return 1;
+                }
+        }
 
         /* The plugins' messages (libcryptsetup prints the normal level on stdout by default) go to
          * stderr: stdout carries only the JSON. */
@@ -215,7 +247,11 @@ int main(int argc, char *argv[]) {
                 return 1;
         }
 
-        printf("{\"ms\": [");
+        ms = calloc((size_t) iterations, sizeof *ms);
+        if (!ms) {
+                explicit_bzero(pin, sizeof pin);
+                return 1;
+        }
         for (long i = 0; i < iterations; i++) {
                 char *buffer = NULL;
                 size_t buffer_len = 0;
@@ -225,9 +261,39 @@ int main(int argc, char *argv[]) {
                         fprintf(stderr, "bench-token-open: cannot remove %s: %m\n", remove_path);
                         return 1;
                 }
+                if (pin_less_first) {
+                        double p0, p1;
+
+                        p0 = now_ms();
+                        r = open_no_pin(cd, token, &buffer, &buffer_len, sd_params);
+                        p1 = now_ms();
+                        if (r != -ENOANO) {
+                                fprintf(stderr, "bench-token-open: the PIN-less open of token %d (%s) answered %s, "
+                                                "not -ENOANO (\"ask for a PIN\")\n", token, type, strerror(-r));
+                                if (r >= 0 && buffer_free)
+                                        buffer_free(buffer, buffer_len);
+                                explicit_bzero(pin, sizeof pin);
+                                return 1;
+                        }
+                        pre_ms[i] = p1 - p0;
+                        if (sync) {
+                                char line[16];
+
+                                printf("pin-less-done\n");
+                                fflush(stdout);
+                                if (!fgets(line, sizeof line, stdin)) {
+                                        explicit_bzero(pin, sizeof pin);
+                                        return 1;
+                                }
+                        }
+                }
                 t0 = now_ms();
                 r = open_pin(cd, token, pin, pin_len, &buffer, &buffer_len, sd_params);
                 t1 = now_ms();
+                if (pin_less_first) {
+                        post_ms[i] = t1 - t0;
+                        t0 -= pre_ms[i];
+                }
                 if (r < 0) {
                         fprintf(stderr, "bench-token-open: token %d (%s) did not open: %s\n", token, type, strerror(-r));
                         explicit_bzero(pin, sizeof pin);
@@ -246,9 +312,23 @@ int main(int argc, char *argv[]) {
                         explicit_bzero(pin, sizeof pin);
                         return 1;
                 }
-                printf("%s%.3f", i ? ", " : "", t1 - t0);
+                ms[i] = t1 - t0;
         }
-        printf("]}\n");
+        /* Printed at the end: with --sync, stdout also carries the "pin-less-done" lines. */
+        printf("{\"ms\": [");
+        for (long i = 0; i < iterations; i++)
+                printf("%s%.3f", i ? ", " : "", ms[i]);
+        printf("]");
+        if (pin_less_first) {
+                printf(", \"pre_ms\": [");
+                for (long i = 0; i < iterations; i++)
+                        printf("%s%.3f", i ? ", " : "", pre_ms[i]);
+                printf("], \"post_ms\": [");
+                for (long i = 0; i < iterations; i++)
+                        printf("%s%.3f", i ? ", " : "", post_ms[i]);
+                printf("]");
+        }
+        printf("}\n");
         explicit_bzero(pin, sizeof pin);
         return 0;
 }

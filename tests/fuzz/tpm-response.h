@@ -13,11 +13,15 @@
  *   'S' verify + seal     tg_verify then tg_seal (PCR 7, PIN 1234): enroll
  *   'P' provision         tg_provision into a scratch directory
  *   'V' verify            tg_verify alone, with its report
+ *   'R' verify + prepared tg_verify (one-shot, no cache), tg_unseal_prepare (the
+ *                         token plugin's PIN-less call: Load, policy session,
+ *                         policy, the PCR check from the policy digest), then
+ *                         tg_unseal_prepared with PIN 1234 (its PIN call)
  *
  *   then u16 length (big endian) ‖ response, repeated: the Nth command of
  *   the run gets the Nth response, whatever the command was.
  *
- *   The same letters in lower case ('u', 's', 'p', 'v') patch one response of
+ *   The same letters in lower case ('u', 's', 'p', 'v', 'r') patch one response of
  *   the recorded session instead: a byte K, then the replacement for
  *   response K (its bytes as they are, no length prefix); every other
  *   response is the recorded one. Every response before K is then genuine,
@@ -77,7 +81,7 @@ static struct {
         struct {
                 uint8_t *data;              /* the recorded script of each scenario, from corpus/tpm-response */
                 size_t size;
-        } recorded_scripts[4];
+        } recorded_scripts[5];
         int (*record)(const char *inner_conf);
         const uint8_t *(*recorded)(size_t *ret_size);
 } tgr;
@@ -128,8 +132,10 @@ static char *tgr_read_file(const char *path) {
         return buf;
 }
 
-static const char tgr_scenarios[4] = { 'U', 'S', 'P', 'V' };
-static const char *const tgr_seed_names[4] = { "unseal", "seal", "provision", "verify" };
+/* 'R': the token plugin's two calls (issue 33): tg_unseal_prepare() without the PIN, then
+ * tg_unseal_prepared() with it. */
+static const char tgr_scenarios[5] = { 'U', 'S', 'P', 'V', 'R' };
+static const char *const tgr_seed_names[5] = { "unseal", "seal", "provision", "verify", "prepared" };
 
 static uint8_t *tgr_read_binary(const char *path, size_t *ret_size) {
         FILE *f = fopen(path, "re");
@@ -191,7 +197,7 @@ static int tgr_setup(const char *context_dir, const char *module_path) {
                 free(token_path);
         }
         /* The recorded sessions, for the patch mode (lower-case scenarios). */
-        for (size_t i = 0; i < 4; i++) {
+        for (size_t i = 0; i < 5; i++) {
                 char *seed, *seed_path;
                 if (asprintf(&seed, "../corpus/tpm-response/%s", tgr_seed_names[i]) < 0)
                         abort();
@@ -234,6 +240,18 @@ static int tgr_scratch_rm(const char *path, const struct stat *st, int flag, str
         return 0;
 }
 
+/* The oracle of the unseal scenarios: only the secret 'S' sealed may come out. */
+static void tgr_check_secret(const tg_secret *out) {
+        bool same = out->size == TGR_SECRET_SIZE;
+
+        for (size_t i = 0; same && i < out->size; i++)
+                same = out->data[i] == TGR_SECRET_BYTE;
+        if (!same) {
+                fprintf(stderr, "tpm-response: unseal returned a secret that was never sealed\n");
+                abort();
+        }
+}
+
 static int tgr_scenario(char scenario, const char *record_dir) {
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         _cleanup_secret_ tg_secret *pin = NULL, *secret = NULL, *out = NULL;
@@ -266,15 +284,31 @@ static int tgr_scenario(char scenario, const char *record_dir) {
                 r = tg_unseal(v, &token, pin, &out);
                 if (r < 0)
                         return r;
-                {
-                        bool same = out->size == TGR_SECRET_SIZE;
-                        for (size_t i = 0; same && i < out->size; i++)
-                                same = out->data[i] == TGR_SECRET_BYTE;
-                        if (!same) {
-                                fprintf(stderr, "tpm-response: unseal returned a secret that was never sealed\n");
-                                abort();
-                        }
+                tgr_check_secret(out);
+                return 0;
+        }
+        case 'R': {
+                tg_handle object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
+                bool satisfied = false;
+                tg_token token;
+
+                if (!tgr.token_json || tg_token_from_string(tgr.token_json, &token) < 0)
+                        return -TG_ERR_TOKEN;
+                r = tg_verify(tgr.config, &(tg_verify_options) { .one_shot = true }, NULL, &v);
+                if (r < 0)
+                        return r;
+                r = tg_unseal_prepare(v, &token, &satisfied, &object, &policy);
+                if (r < 0)
+                        return r;
+                if (!satisfied) {
+                        tg_handle_release(&object);
+                        tg_handle_release(&policy);
+                        return -TG_ERR_PCR_MISMATCH;
                 }
+                r = tg_unseal_prepared(v, &token, pin, &object, &policy, &out);
+                if (r < 0)
+                        return r;
+                tgr_check_secret(out);
                 return 0;
         }
         case 'S': {
@@ -335,7 +369,7 @@ static uint8_t *tgr_patched(char scenario, unsigned k, const uint8_t *patch, siz
         size_t rec_size = 0, in = 1, out = 0;
         uint8_t *buf;
 
-        for (size_t i = 0; i < 4; i++)
+        for (size_t i = 0; i < 5; i++)
                 if (tgr_scenarios[i] == scenario) {
                         rec = tgr.recorded_scripts[i].data;
                         rec_size = tgr.recorded_scripts[i].size;
