@@ -134,8 +134,8 @@ static void update_marker_write(const tg_config *config, struct crypt_device *cd
                 log_debug("Cannot write %s.", path);
 }
 
-/* The message after an unlock through an update seal: which seal, how long the grace lasts, what to run. */
-/* Said at the normal level (libcryptsetup shows it without -v): the user has something to run. */
+/* The message after an unlock through an update seal: which seal, how long the grace lasts, what to run;
+ * at the normal level (libcryptsetup shows it without -v): the user has something to run. */
 static void update_notice(tg_verified_tpm *v, struct crypt_device *cd, const tg_token *view, tg_alt_kind kind) {
         const char *device = cd ? crypt_get_device_name(cd) : NULL;
         uint32_t reset_count;
