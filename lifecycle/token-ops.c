@@ -438,7 +438,7 @@ int tg_update_finish(const tg_config *config, const char *device, int token, con
         if (r < 0)
                 return r;
         /* Which seal opens now: from PCR values and the resetCount read over the audited session. */
-        r = tg_unlock_choose_seal(lc.v, &lc.token, &seal, &kind, &usable);
+        r = tg_unlock_choose_seal(lc.v, &lc.token, &seal, &kind, &usable, NULL);
         if (r < 0)
                 return r;
         if (kind == 0 && usable && lc.token.n_alt == 0) {

@@ -90,43 +90,48 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
 
 /* See unlock.h: one typed PIN, one Unseal. */
 int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *ret, tg_alt_kind *ret_kind,
-                          bool *ret_usable) {
-        static const tg_alt_kind order[] = { TG_ALT_PREDICTED, TG_ALT_GRACE };
+                          bool *ret_usable, uint32_t *ret_reset_count) {
+        const tg_token_alt *predicted = tg_token_alt_find(token, TG_ALT_PREDICTED),
+                           *grace = tg_token_alt_find(token, TG_ALT_GRACE);
         bool satisfied = false;
+        uint32_t reset_count;
         tg_token view;
         int r;
 
         r = tg_token_policy_satisfied(v, token, &satisfied);
         if (r < 0)
                 return r;
-        if (satisfied || token->n_alt == 0) {
-                *ret = *token;
-                *ret_kind = 0;
-                if (ret_usable)
-                        *ret_usable = satisfied;
-                return 0;
-        }
-        for (size_t i = 0; i < ELEMENTSOF(order); i++) {
-                const tg_token_alt *a = tg_token_alt_find(token, order[i]);
-
-                if (!a)
-                        continue;
-                tg_token_alt_view(token, a, &view);
+        if (!satisfied && predicted) {
+                tg_token_alt_view(token, predicted, &view);
                 r = tg_token_policy_satisfied(v, &view, &satisfied);
                 if (r < 0)
                         return r;
-                if (satisfied || order[i] == TG_ALT_GRACE) {
+                if (satisfied) {
                         *ret = view;
-                        *ret_kind = order[i];
+                        *ret_kind = TG_ALT_PREDICTED;
                         if (ret_usable)
-                                *ret_usable = satisfied;
+                                *ret_usable = true;
                         return 0;
                 }
+        }
+        if (!satisfied && grace) {
+                /* The TPM checks the bound itself (PolicyCounterTimer); this read only says whether it
+                 * can hold, and how many boots are left (the caller's message), in one ReadClock. */
+                r = tg_vtpm_reset_count(v, &reset_count);
+                if (r < 0)
+                        return r;
+                tg_token_alt_view(token, grace, ret);
+                *ret_kind = TG_ALT_GRACE;
+                if (ret_usable)
+                        *ret_usable = reset_count <= grace->reset_count_max;
+                if (ret_reset_count)
+                        *ret_reset_count = reset_count;
+                return 0;
         }
         *ret = *token;
         *ret_kind = 0;
         if (ret_usable)
-                *ret_usable = false;
+                *ret_usable = satisfied;
         return 0;
 }
 
@@ -173,11 +178,10 @@ static void update_marker_write(const tg_config *config, struct crypt_device *cd
                 log_debug("Cannot write %s.", path);
 }
 
-/* The message after an unlock through an update seal: which seal, how long the grace lasts, what to run. */
-/* Said at the normal level (libcryptsetup shows it without -v): the user has something to run. */
-static void update_notice(tg_verified_tpm *v, struct crypt_device *cd, const tg_token *view, tg_alt_kind kind) {
+/* The message after an unlock through an update seal: which seal, how long the grace lasts, what to run;
+ * at the normal level (libcryptsetup shows it without -v): the user has something to run. */
+static void update_notice(struct crypt_device *cd, const tg_token *view, tg_alt_kind kind, uint32_t reset_count) {
         const char *device = cd ? crypt_get_device_name(cd) : NULL;
-        uint32_t reset_count;
 
         if (kind == TG_ALT_PREDICTED) {
                 log_warning("Unlocked with the predicted update seal (the PCR values changed as 'tpmguard update "
@@ -185,7 +189,7 @@ static void update_notice(tg_verified_tpm *v, struct crypt_device *cd, const tg_
                             "does after this boot).", device ?: "DEVICE");
                 return;
         }
-        if (tg_vtpm_reset_count(v, &reset_count) >= 0 && reset_count <= view->reset_count_max)
+        if (reset_count <= view->reset_count_max)
                 log_warning("Unlocked with the update grace, %" PRIu32 " boot(s) left after this one; run "
                             "'tpmguard update finish %s' (tpmguard-update-finish.service does after this boot).",
                             view->reset_count_max - reset_count, device ?: "DEVICE");
@@ -258,7 +262,7 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                                     da.in_lockout ? "the TPM is in dictionary-attack lockout" :
                                     "only the reserved TPM dictionary-attack tries remain",
                                     config->pin_da_reserve, config->path, da.recovery_seconds);
-        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied) >= 0 && !satisfied)
+        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied, NULL) >= 0 && !satisfied)
                 return pcr_mismatch(cd, token, kind);
         if (kind == TG_ALT_GRACE)
                 log_notice("The PCR values changed; the update grace of 'tpmguard update prepare' opens %s with the "
@@ -351,6 +355,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         unsigned *wrong;
         tg_token token, seal;
         tg_alt_kind kind = 0;
+        uint32_t reset_count = 0;
         int r;
 
         r = tg_token_from_string(token_json, &token);
@@ -388,7 +393,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = token.n_alt == 0 },
                               NULL, &v);
                 if (r >= 0 && token.n_alt > 0)
-                        r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL);
+                        r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL, &reset_count);
                 if (r < 0)
                         return r;
         }
@@ -466,7 +471,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         }
         if (kind != 0) {
                 tg_token_alt_view(&token, tg_token_alt_find(&token, kind), &seal);
-                update_notice(v, cd, &seal, kind);
+                update_notice(cd, &seal, kind, reset_count);
                 update_marker_write(config, cd, kind);
         }
         *ret_passphrase = TAKE_PTR(secret);

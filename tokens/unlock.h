@@ -79,11 +79,12 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
  * policy the TPM refuses fails before the authValue is checked, and no second seal is ever
  * tried with the same PIN (an interposer that forged a policy failure over a wrong PIN's
  * failure would otherwise have each typed PIN spend two tries). *ret_kind is 0 for the main
- * seal. ret_usable (optional): whether the chosen seal's policy holds now. v must have its
- * HMAC session (not one-shot).
+ * seal. ret_usable (optional): whether the chosen seal's policy holds now; ret_reset_count
+ * (optional): for the grace, the TPM's resetCount read for the choice (for the boots left). v
+ * must have its HMAC session (not one-shot).
  */
 int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *ret, tg_alt_kind *ret_kind,
-                          bool *ret_usable);
+                          bool *ret_usable, uint32_t *ret_reset_count);
 
 /*
  * Where an unlock through an update seal leaves its secret-free marker, under cache_dir:

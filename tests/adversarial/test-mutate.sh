@@ -32,7 +32,8 @@
 #
 #   test-mutate.sh --op OP [--runs N] [--seed BASE] [--only-seed S]
 #
-# OP: verify, seal, unlock-plugin-cold, unlock-plugin-warm, provision.
+# OP: verify, seal, unlock-plugin-cold, unlock-plugin-warm, unlock-plugin-grace (through an update
+# grace after PCR 7 changed: the seal chosen from PCR_Read and ReadClock), provision.
 # Environment: TPMGUARD_MUTATE_RUNS (default 20), TPMGUARD_MUTATE_SEED
 # (default 22; "random" picks one and prints it).
 # shellcheck source=tests/integration/lib.sh
@@ -57,7 +58,7 @@ while [ $# -gt 0 ]; do
 done
 [ "$base" = random ] && base=$(( $(od -An -N2 -tu2 /dev/urandom) ))
 case $op in
-verify|seal|unlock-plugin-cold|unlock-plugin-warm|provision) ;;
+verify|seal|unlock-plugin-cold|unlock-plugin-warm|unlock-plugin-grace|provision) ;;
 *) echo "test-mutate: unknown --op '$op'" >&2; exit 2 ;;
 esac
 
@@ -91,6 +92,12 @@ setup() {
                 TPMGUARD_CONFIG=$WORK/direct.conf "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
                         --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" >/dev/null || return 1
         fi
+        if [ "$op" = unlock-plugin-grace ]; then
+                TPMGUARD_CONFIG=$WORK/direct.conf "$TPMGUARD" update prepare --boots 16 --pin-file "$WORK/pin" \
+                        "$WORK/disk.img" >/dev/null 2>&1 || return 1
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                        7:sha256=2222222222222222222222222222222222222222222222222222222222222222 >/dev/null || return 1
+        fi
         echo "" >"$WORK/spec.json"
         interposer_start --mode mutate --mutate-spec "$WORK/spec.json"
 }
@@ -112,7 +119,7 @@ prepare_run() {
         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext --transient-object >/dev/null 2>&1 || true
         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_flushcontext --loaded-session >/dev/null 2>&1 || true
         # A cold unlock fills the cache: empty it again.
-        [ "$op" = unlock-plugin-cold ] && rm -f "$WORK/run/null-key.json"
+        case $op in unlock-plugin-cold | unlock-plugin-grace) rm -f "$WORK/run/null-key.json" ;; esac
         if [ "$op" = unlock-plugin-warm ] && [ ! -s "$WORK/run/null-key.json" ]; then
                 TPMGUARD_CONFIG=$WORK/direct.conf "$TPMGUARD" verify --record >/dev/null 2>&1 || true
         fi

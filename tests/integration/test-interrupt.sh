@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Interruptions (issue 15 §4): SIGINT at every fault point (lib/fault.h,
 # TPMGUARD_FAULT_SIGNAL_AT: after every header write and every TPM command)
-# of enroll and rotate. After each run the volume is as before (interrupted:
+# of enroll, rotate and update finish. After each run the volume is as before (interrupted:
 # exit 18, or killed by the signal before the first write) or the operation
 # is complete (exit 0): never a keyslot without a token, never a marker left.
 # And a crash (SIGKILL-like _exit) right after enroll's keyslot write leaves
@@ -114,6 +114,40 @@ rotate_sigint_keeps_old_or_new() {
         done
         echo "# rotate: $n points" >&2
         with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img" <"$WORK/pin"
+}
+
+# update finish (docs/design.md §9.2) is rotate through the update grace: interrupted at any
+# point, the volume keeps the old token (grace included) or has the new one, and the PIN opens it.
+test_case update_finish_sigint_keeps_old_or_new
+update_finish_sigint_keeps_old_or_new() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        enroll >/dev/null 2>&1
+        local n=1 rc
+        while :; do
+                # A grace and a changed PCR 7 for every point (a completed finish used them up).
+                if ! cryptsetup token export --token-id 0 "$WORK/disk.img" | grep -q '"grace"'; then
+                        "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img" >/dev/null 2>&1 ||
+                                { echo "# point $n: update prepare failed" >&2; return 1; }
+                        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                                "7:sha256=$(printf '%064x' "$n")" >/dev/null
+                fi
+                rc=0
+                TPMGUARD_FAULT_SIGNAL_AT=$n "$TPMGUARD" update finish --pin-file "$WORK/pin" "$WORK/disk.img" \
+                        >"$WORK/out" 2>&1 || rc=$?
+                flush_dead_process
+                grep -q "fault-injection: SIGINT at point $n" "$WORK/out" || break
+                header_is 2 1 0 ||
+                        { cat "$WORK/out" >&2; echo "# point $n: exit $rc left keyslots=$(active_keyslots) markers=$(pending_markers)" >&2; return 1; }
+                case $rc in 0 | 18 | 130) ;; *) cat "$WORK/out" >&2; echo "# point $n: exit $rc" >&2; return 1 ;; esac
+                pin_opens "$WORK/pin" || { echo "# point $n: exit $rc, and the PIN no longer opens the volume" >&2; return 1; }
+                n=$((n + 1))
+        done
+        [ "$n" -gt 5 ] || { echo "# only $n fault points in update finish" >&2; return 1; }
+        echo "# update finish: $n points" >&2
+        pin_opens "$WORK/pin"
 }
 
 run_cases

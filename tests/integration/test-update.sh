@@ -147,17 +147,30 @@ grace_expires_after_one_boot() { grace_expires 1; }
 test_case grace_expires_after_two_boots
 grace_expires_after_two_boots() { grace_expires 2; }
 
-# A wrong PIN through the grace costs one dictionary-attack try, not two (one Unseal per typed PIN).
+# A wrong PIN through the grace costs one dictionary-attack try, not two: the seal is chosen
+# before the PIN-bearing Unseal, and one typed PIN is one Unseal on the bus (a client that tried
+# the main seal first and the grace after its policy failure would send two, and an interposer
+# forging that policy failure over a wrong PIN's would make each typed PIN cost two tries).
 test_case grace_wrong_pin_one_try
 grace_wrong_pin_one_try() {
+        require_interposer
         enrolled_at_a
         expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img"
         boot B
-        local before after
+        local before after unseals
         before=$(da_counter)
         printf '9999\n' >"$WORK/wrong"
+        interposer_start --mode record --record "$WORK/capture.jsonl"
         with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard --tries 1 \
                 "$WORK/disk.img" <"$WORK/wrong" >/dev/null 2>&1 && { echo "# a wrong PIN unlocked" >&2; return 1; }
+        interposer_stop
+        # Unseals the TPM evaluated: a TPM_RC_RETRY answer (0x922, a warning: the command was not
+        # executed, and ESAPI sends it again) is none.
+        unseals=$(python3 -c 'import json, sys
+print(sum(1 for l in open(sys.argv[1]) for r in [json.loads(l)]
+          if r.get("dir") == "response" and r.get("command") == "Unseal" and r.get("rc") != "0x00000922"))' \
+                "$WORK/capture.jsonl")
+        [ "$unseals" = 1 ] || { echo "# $unseals Unseals evaluated for one typed PIN" >&2; return 1; }
         after=$(da_counter)
         [ $((after)) -eq $((before + 1)) ] || { echo "# DA counter moved $before -> $after" >&2; return 1; }
         pin_opens "$WORK/pin"

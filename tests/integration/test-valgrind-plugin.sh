@@ -67,4 +67,16 @@ memcheck_wrong_pin() {
         expect_in "Wrong PIN" "$(cat "$WORK/out")"
 }
 
+# The unlock through an update grace (docs/design.md §9.2): the alternates parsed, the seal chosen
+# from audited reads, the grace's policy, the message and the secret-free marker.
+test_case memcheck_unlock_through_grace
+memcheck_unlock_through_grace() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" -q update prepare --pin-file "$WORK/pin" "$WORK/disk.img"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                7:sha256=2222222222222222222222222222222222222222222222222222222222222222 >/dev/null
+        memcheck_open 0 <"$WORK/pin"
+        expect_in "Unlocked with the update grace" "$(cat "$WORK/out")"
+}
+
 run_cases
