@@ -3,6 +3,7 @@
  * The token commands: enroll, seal, migrate, change-pin, rotate, reseal,
  * remove, cleanup, bind.
  */
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -45,28 +46,25 @@ static int check_no_pin_allowed(const cli *c, const tg_config *config) {
         return 0;
 }
 
-/* A new PIN, asked twice on a terminal (or read from file), at least pin_min_length bytes. */
+/* A new PIN, asked twice on a terminal (again when mistyped) or read from a file, at least pin_min_length bytes. */
 static int read_new_pin(const tg_config *config, const char *file, tg_secret **ret) {
         _cleanup_secret_ tg_secret *pin = NULL;
+        char rule[PATH_MAX + 32];
         int r;
 
-        r = tg_pin_read(file, "New TPM PIN: ", true, &pin);
+        snprintf(rule, sizeof rule, "pin_min_length in %s", config->path ?: "tpmguard.conf");
+        r = tg_pin_read_new(file, "New TPM PIN: ", config->pin_min_length, rule, &pin);
         if (r == -TG_ERR_CANCELLED)
                 return log_error_rc(r, "No PIN given (an empty PIN is no PIN).%s",
                                     config->allow_no_pin ? " Use --no-pin to seal without one." : "");
         if (r < 0)
                 return r;
-        if (pin->size < config->pin_min_length)
-                return log_error_rc(-TG_ERR_INVALID, "The PIN has %zu characters; at least %u are required "
-                                    "(pin_min_length in %s).", pin->size, config->pin_min_length,
-                                    config->path ?: "tpmguard.conf");
         *ret = TAKE_PTR(pin);
         return 0;
 }
 
-static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_params *p,
-                                tg_pcr_values *explicit_values, tg_secret **ret_pin, tg_secret **ret_owner_auth) {
-        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
+/* The new seal's policy from the command line and tpmguard.conf: no secret is read here. */
+static int seal_policy_from_cli(const cli *c, const tg_config *config, tg_seal_params *p, tg_pcr_values *explicit_values) {
         int r;
 
         *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask,
@@ -88,11 +86,16 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
                         return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR that --pcrs does not select.");
                 p->explicit_values = explicit_values;
         }
-        if (c->no_pin) {
-                r = check_no_pin_allowed(c, config);
-                if (r < 0)
-                        return r;
-        } else {
+        return c->no_pin ? check_no_pin_allowed(c, config) : 0;
+}
+
+/* The new seal's secrets: the new PIN (unless --no-pin) and the owner password when a file names it. */
+static int seal_secrets_from_cli(const cli *c, const tg_config *config, tg_seal_params *p, tg_secret **ret_pin,
+                                 tg_secret **ret_owner_auth) {
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
+        int r;
+
+        if (!c->no_pin) {
                 r = read_new_pin(config, c->pin_file, &pin);
                 if (r < 0)
                         return r;
@@ -110,31 +113,49 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
 }
 
 /*
- * What enroll and migrate read before they touch the volume: the volume's
- * passphrase (a key file or PROMPT), the new seal's policy and secrets from
- * the command line and tpmguard.conf (seal_params_from_cli), and the
- * endorsement password if a file names it. O points at the secrets, which
- * the caller's cleanup wipes.
+ * What enroll and migrate read before they touch the volume, cheap checks
+ * first: the new seal's policy (command line, tpmguard.conf) and the
+ * endorsement password if a file names it; then the volume, the TPM and
+ * the PCRs (tg_enroll_check), so that a missing device, a LUKS1 or read-only
+ * volume or an absent TPM is named before any secret is typed; then the
+ * volume's passphrase (a key file or the terminal), proven on the volume
+ * before the new PIN is asked; last the new PIN. O points at the secrets,
+ * which the caller's cleanup wipes.
  */
 static int enroll_inputs_from_cli(const cli *c, const tg_config *config, const char *prompt, tg_enroll_options *o,
                                   tg_pcr_values *explicit_values, tg_secret **ret_unlock, tg_secret **ret_pin,
                                   tg_secret **ret_owner_auth, tg_secret **ret_endorsement_auth) {
         _cleanup_secret_ tg_secret *unlock = NULL, *pin = NULL, *owner = NULL, *eauth = NULL;
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
         int r;
 
-        if (c->unlock_key_file)
-                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
-        else
-                r = tg_pin_read(NULL, prompt, false, &unlock);
-        if (r < 0)
-                return r;
-        r = seal_params_from_cli(c, config, &o->seal, explicit_values, &pin, &owner);
+        r = seal_policy_from_cli(c, config, &o->seal, explicit_values);
         if (r < 0)
                 return r;
         r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
         if (r < 0)
                 return r;
         o->endorsement_auth = eauth;
+        r = tg_enroll_check(config, c->args[0], o);
+        if (r < 0)
+                return r;
+
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_passphrase_read(NULL, prompt, false, &unlock);
+        if (r < 0)
+                return r;
+        /* A mistyped passphrase is named now, not after the new PIN was typed twice. */
+        r = tg_luks_open(c->args[0], &cd);
+        if (r >= 0)
+                r = tg_luks_passphrase_check(cd, c->args[0], unlock);
+        if (r < 0)
+                return r;
+
+        r = seal_secrets_from_cli(c, config, &o->seal, &pin, &owner);
+        if (r < 0)
+                return r;
         *ret_unlock = TAKE_PTR(unlock);
         *ret_pin = TAKE_PTR(pin);
         *ret_owner_auth = TAKE_PTR(owner);
@@ -275,7 +296,10 @@ int cmd_seal(const cli *c, tg_config *config) {
         r = tg_secret_read_file(c->secret_file, 8192, &secret);
         if (r < 0)
                 return r;
-        r = seal_params_from_cli(c, config, &p, &explicit_values, &pin, &owner);
+        r = seal_policy_from_cli(c, config, &p, &explicit_values);
+        if (r < 0)
+                return r;
+        r = seal_secrets_from_cli(c, config, &p, &pin, &owner);
         if (r < 0)
                 return r;
         r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
@@ -322,12 +346,15 @@ int cmd_change_pin(const cli *c, tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
-        r = cli_read_token_pin(c, &pin);
+        /* The volume, the TPM, the PCRs and the current PIN (proven by an unseal) before the new PIN. */
+        r = tg_lifecycle_check(config, c->args[0], c->token, "change-pin", cli_ask_current_pin, (void *) c, &pin);
         if (r < 0)
                 return r;
         r = read_new_pin(config, c->new_pin_file, &new_pin);
-        if (r < 0)
+        if (r == -TG_ERR_CANCELLED)
                 return log_error_rc(r, "No new PIN set (terminal, or --new-pin-file F). Nothing was changed.");
+        if (r < 0)
+                return r;
         r = tg_change_pin(config, c->args[0], c->token, pin, new_pin, &res);
         if (r < 0)
                 return log_error_rc(r, "Changing the PIN failed: %s.", tg_err_str(r));
@@ -341,6 +368,10 @@ int cmd_rotate(const cli *c, tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
+        /* The volume, the TPM and the PCRs before the PIN is asked. */
+        r = tg_lifecycle_check(config, c->args[0], c->token, "rotate", NULL, NULL, NULL);
+        if (r < 0)
+                return r;
         r = cli_read_token_pin(c, &pin);
         if (r < 0)
                 return r;

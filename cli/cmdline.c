@@ -53,3 +53,7 @@ int cli_read_token_pin(const cli *c, tg_secret **ret_pin) {
         *ret_pin = TAKE_PTR(pin);
         return 0;
 }
+
+int cli_ask_current_pin(const tg_token *t, void *userdata, tg_secret **ret) {
+        return cli_read_current_pin(userdata, t, ret);
+}

@@ -60,6 +60,8 @@ int cli_read_optional_secret(const char *file, const char *prompt, tg_secret **r
 int cli_read_current_pin(const cli *c, const tg_token *t, tg_secret **ret);
 /* The same for the token the command names (c->args[0], c->token), peeked without changing anything. */
 int cli_read_token_pin(const cli *c, tg_secret **ret_pin);
+/* cli_read_current_pin() as tg_lifecycle_check()'s ask_pin; userdata: the const cli. */
+int cli_ask_current_pin(const tg_token *t, void *userdata, tg_secret **ret);
 
 /*
  * Prints a command's own --json object (tg_json_print) and remembers it:

@@ -162,6 +162,49 @@ undo:
         return r;
 }
 
+/* Refuses unextended PCRs before the header is touched (tg_seal checks again). */
+static int check_pcrs_extended(tg_verified_tpm *v, const tg_enroll_options *options, const char *device) {
+        tg_pcr_values values;
+        int r;
+
+        if (options->seal.allow_unextended || options->seal.explicit_values)
+                return 0;
+        r = tg_vtpm_pcr_read(v, options->seal.pcr_bank, options->seal.pcr_mask, &values);
+        if (r < 0)
+                return r;
+        r = tg_pcr_values_check_extended(&values, options->seal.pcr_mask);
+        return r < 0 ? log_error_rc(r, "Enrollment refused: %s is unchanged.", device) : 0;
+}
+
+int tg_enroll_check(const tg_config *config, const char *device, const tg_enroll_options *options) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        int r;
+
+        r = tg_luks_open_writable(device, &cd);
+        if (r < 0)
+                return r;
+        if (options->keyslot >= 0) {
+                if (options->keyslot >= tg_luks_keyslots_max() ||
+                    crypt_keyslot_status(cd, options->keyslot) != CRYPT_SLOT_INACTIVE ||
+                    tg_luks_keyslot_referenced(cd, options->keyslot, -1))
+                        return log_error_rc(-TG_ERR_INVALID, "Keyslot %d of %s is in use: choose a free one with "
+                                            "--key-slot N, or leave it out (the first free keyslot).",
+                                            options->keyslot, device);
+        } else {
+                r = tg_luks_keyslot_free(cd, device);
+                if (r < 0)
+                        return r;
+        }
+        /* The TPM reachable and genuine, this boot's verification cache when warm: a check only, tg_enroll
+         * verifies again before it seals anything. */
+        r = tg_verify(config, &(tg_verify_options) { .endorsement_auth = options->endorsement_auth, .use_cache = true },
+                      NULL, &v);
+        if (r < 0)
+                return r;
+        return check_pcrs_extended(v, options, device);
+}
+
 int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlock_passphrase,
               const tg_enroll_options *options, int *ret_keyslot, int *ret_token) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
@@ -169,7 +212,7 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
         tg_verify_report report;
         int r;
 
-        r = tg_luks_open(device, &cd);
+        r = tg_luks_open_writable(device, &cd);
         if (r < 0)
                 return r;
 
@@ -178,17 +221,9 @@ int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlo
         if (r < 0)
                 return r;
 
-        /* Refuse unextended PCRs before the header is touched (tg_seal checks again). */
-        if (!options->seal.allow_unextended && !options->seal.explicit_values) {
-                tg_pcr_values values;
-
-                r = tg_vtpm_pcr_read(v, options->seal.pcr_bank, options->seal.pcr_mask, &values);
-                if (r < 0)
-                        return r;
-                r = tg_pcr_values_check_extended(&values, options->seal.pcr_mask);
-                if (r < 0)
-                        return log_error_rc(r, "Enrollment refused: %s is unchanged.", device);
-        }
+        r = check_pcrs_extended(v, options, device);
+        if (r < 0)
+                return r;
 
         tg_interrupt_begin();
         r = enroll_steps(config, cd, &v, &report, device, unlock_passphrase, options, ret_keyslot, ret_token);

@@ -34,3 +34,11 @@ typedef struct tg_enroll_options {
  */
 int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlock_passphrase,
               const tg_enroll_options *options, int *ret_keyslot, int *ret_token);
+
+/*
+ * The cheap checks of an enrollment, made before any secret is asked: the
+ * volume exists, is LUKS2 and writable, has a free keyslot (or the one
+ * options->keyslot names), the TPM answers and verifies, and the PCRs to seal
+ * to were extended. Changes nothing; tg_enroll() checks all of it again.
+ */
+int tg_enroll_check(const tg_config *config, const char *device, const tg_enroll_options *options);

@@ -1,0 +1,159 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: a newcomer's first week (issue 34). A private swtpm and
+# real cryptsetup; the terminal is a pseudo-terminal (pty-answer types each
+# answer at its prompt, as a person at the console would):
+#   - cheap checks first: enroll on a file that is not LUKS, on LUKS1 and on
+#     a read-only loop device names the cause (and for LUKS1 the conversion)
+#     before any secret is asked, with or without a terminal;
+#   - a wrong passphrase or current PIN is named before a new PIN is asked;
+#   - a PCR change is named before a PIN is asked (rotate, change-pin);
+#   - a mistyped or too short new PIN or passphrase is asked again at the
+#     terminal (3 times, the rule stated); a file fails at once.
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup tpm2_pcrextend cryptsetup python3
+
+# answer PROMPT_REGEX ANSWER... -- COMMAND...: the command on a terminal; sets
+# RC and PROMPTS, the terminal output is in $WORK/tty.log (tty_has / tty_lacks).
+answer() {
+        local prompt=$1 line
+        shift
+        RC=0
+        line=$("$PTY_ANSWER" --prompt "$prompt" --log "$WORK/tty.log" "$@") || RC=$?
+        PROMPTS=$(printf '%s\n' "$line" | sed -n 's/^prompts=\([0-9]*\) .*/\1/p')
+        echo "# exit $RC, $line" >&2
+        sed "s/^/#   /" "$WORK/tty.log" >&2
+}
+# A prompt is the last thing on the terminal (a message ends with a newline).
+ANY_PROMPT='(PIN|passphrase|password|recovery key)[^:\n]*: $'
+
+pcr7_extend() {
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
+                7:sha256=3d458cfe55cc03ea1f443f1562beec8df51c75e14a9fcf9a7234a13f198e7969 >/dev/null
+}
+
+test_case enroll_not_luks_before_any_secret
+enroll_not_luks_before_any_secret() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        truncate -s 8M "$WORK/plain.img"
+        # No terminal: the cause, not "No terminal to ask for the PIN".
+        expect_exit 2 setsid -w "$TPMGUARD" enroll "$WORK/plain.img" </dev/null
+        expect_in "is not a LUKS2 volume: no LUKS header" "$ERR"
+        refute_in "terminal" "$ERR"
+        # On a terminal: nothing is asked.
+        answer "$ANY_PROMPT" -- "$TPMGUARD" enroll "$WORK/plain.img"
+        [ "$RC" = 2 ] && [ "$PROMPTS" = 0 ]
+        tty_has "is not a LUKS2 volume: no LUKS header"
+        answer "$ANY_PROMPT" -- "$TPMGUARD" enroll "$WORK/missing.img"
+        [ "$RC" = 17 ] && [ "$PROMPTS" = 0 ]
+        tty_has "No such file or directory"
+}
+
+test_case enroll_luks1_names_the_conversion
+enroll_luks1_names_the_conversion() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        truncate -s 40M "$WORK/luks1.img"
+        printf 'recovery passphrase' >"$WORK/recovery.key"
+        cryptsetup luksFormat --type luks1 --batch-mode --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" "$WORK/luks1.img" >/dev/null
+        answer "$ANY_PROMPT" -- "$TPMGUARD" enroll "$WORK/luks1.img"
+        [ "$RC" = 2 ] && [ "$PROMPTS" = 0 ]
+        tty_has "is a LUKS1 volume"
+        tty_has "cryptsetup convert --type luks2 $WORK/luks1.img"
+        tty_has "luksHeaderBackup"
+}
+
+test_case enroll_read_only_before_any_secret
+enroll_read_only_before_any_secret() {
+        command -v losetup >/dev/null && [ -e /dev/loop-control ] || { echo "# no loop devices: skipped" >&2; return 0; }
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        local loop
+        loop=$(losetup --find --show --read-only "$WORK/disk.img")
+        answer "$ANY_PROMPT" -- "$TPMGUARD" enroll "$loop"
+        losetup -d "$loop"
+        [ "$RC" != 0 ] && [ "$PROMPTS" = 0 ]
+        tty_has "is read-only"
+        tty_has "blockdev --setrw"
+        tty_lacks "pending marker"
+}
+
+test_case enroll_wrong_passphrase_before_the_pin
+enroll_wrong_passphrase_before_the_pin() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        answer "$ANY_PROMPT" "not the passphrase" 5678 5678 -- "$TPMGUARD" enroll --pcrs 7 "$WORK/disk.img"
+        [ "$RC" != 0 ] && [ "$PROMPTS" = 1 ]
+        tty_has "No keyslot of $WORK/disk.img opens with the given passphrase"
+        tty_lacks "New TPM PIN"
+}
+
+test_case change_pin_checks_the_current_pin_first
+change_pin_checks_the_current_pin_first() {
+        setup_enrolled
+        answer "$ANY_PROMPT" 9999 5678 5678 -- "$TPMGUARD" change-pin "$WORK/disk.img"
+        [ "$RC" != 0 ] && [ "$PROMPTS" = 1 ]
+        tty_lacks "New TPM PIN"
+        # The right one: then the new PIN, twice.
+        answer "$ANY_PROMPT" 1234 5678 5678 -- "$TPMGUARD" change-pin "$WORK/disk.img"
+        [ "$RC" = 0 ] && [ "$PROMPTS" = 3 ]
+        printf '5678\n' >"$WORK/pin"
+        pin_opens "$WORK/pin"
+}
+
+test_case pcr_change_named_before_the_pin
+pcr_change_named_before_the_pin() {
+        setup_enrolled
+        pcr7_extend
+        for cmd in change-pin rotate; do
+                answer "$ANY_PROMPT" 1234 5678 5678 -- "$TPMGUARD" "$cmd" "$WORK/disk.img"
+                [ "$RC" != 0 ] && [ "$PROMPTS" = 0 ]
+                tty_has "no PIN can unseal it"
+                tty_has "tpmguard reseal $WORK/disk.img"
+        done
+}
+
+test_case mistyped_new_pin_asked_again
+mistyped_new_pin_asked_again() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        # Two that differ, then one too short, then the same twice.
+        answer "$ANY_PROMPT" "recovery passphrase" 5678 5679 12 4321 4321 -- \
+                "$TPMGUARD" enroll --pcrs 7 "$WORK/disk.img"
+        [ "$RC" = 0 ] && [ "$PROMPTS" = 6 ]
+        tty_has "The two PINs differ"
+        tty_has "Try again (2 of 3)"
+        tty_has "at least 4 are required (pin_min_length in $WORK/tpmguard.conf)"
+        tty_has "Try again (3 of 3)"
+        printf '4321\n' >"$WORK/pin"
+        pin_opens "$WORK/pin"
+        # Three mistakes end it; nothing was changed.
+        answer "$ANY_PROMPT" 4321 1111 2222 1111 2222 1111 2222 -- "$TPMGUARD" change-pin "$WORK/disk.img"
+        [ "$RC" = 2 ] && [ "$PROMPTS" = 7 ]
+        tty_has "No new PIN after 3 tries. Nothing was changed."
+        pin_opens "$WORK/pin"
+        # A file is read once: a short PIN fails at once, naming the rule.
+        printf '12\n' >"$WORK/short"
+        expect_exit 2 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/short" "$WORK/disk.img"
+        expect_in "The PIN from $WORK/short has 2 characters; at least 4 are required" "$ERR"
+}
+
+test_case mistyped_new_passphrase_asked_again
+mistyped_new_passphrase_asked_again() {
+        setup_enrolled
+        answer "$ANY_PROMPT" 1234 "new one" "new 0ne" "new one" "new one" -- \
+                "$TPMGUARD" passwd --key-slot 0 "$WORK/disk.img"
+        [ "$RC" = 0 ] && [ "$PROMPTS" = 5 ]
+        tty_has "The two passphrases differ"
+        tty_lacks "No new passphrase given"
+        printf 'new one' >"$WORK/new.key"
+        cryptsetup open --test-passphrase --key-file "$WORK/new.key" "$WORK/disk.img"
+}
+
+run_cases
