@@ -156,4 +156,22 @@ mistyped_new_passphrase_asked_again() {
         cryptsetup open --test-passphrase --key-file "$WORK/new.key" "$WORK/disk.img"
 }
 
+# provision without a kernel null_name, under the shipped default: the
+# verification at its end runs as "prefer", and never names the old
+# "if-available" to a user who set nothing (nor to one who set "required",
+# which provisioning relaxes to the default).
+test_case provision_uses_the_default_policy
+provision_uses_the_default_policy() {
+        local policy
+        for policy in default required; do
+                tpm_setup
+                rm "$WORK/null_name"
+                [ "$policy" = required ] || sed -i '/^kernel_null_name = /d' "$WORK/tpmguard.conf"
+                expect_exit 0 "$TPMGUARD" -v -v provision
+                expect_in "kernel_null_name = prefer" "$ERR"
+                refute_in "if-available" "$ERR$OUT"
+                tpm_teardown
+        done
+}
+
 run_cases
