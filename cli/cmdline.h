@@ -71,3 +71,13 @@ int cli_ask_current_pin(const tg_token *t, void *userdata, tg_secret **ret);
 void cli_json_print(json_object *o);
 /* Whether the command printed its own JSON object (success or not). */
 bool cli_json_printed(void);
+/* A command that printed its JSON object itself (no json_object, e.g. a secret wiped after printing). */
+void cli_json_printed_set(void);
+
+/*
+ * --json: error messages still go to standard error, and are also kept
+ * (bounded) so that main's failure object carries the same diagnostic text.
+ */
+void cli_diagnostics_capture(void);
+/* The error lines printed so far, joined by newlines; NULL when none. */
+const char *cli_diagnostics(void);

@@ -342,7 +342,8 @@ static int cmd_help(const cli *c, _unused_ tg_config *config) {
 /*
  * --json promises JSON on standard output whatever happens: a command that
  * failed before printing its own object gets this one, with the error id,
- * message and exit code of tpmguard(8).
+ * the diagnostic that went to standard error (cli_diagnostics; the error
+ * class when nothing was printed) and the exit code of tpmguard(8).
  */
 static void json_failure(const char *command, int r) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
@@ -351,7 +352,7 @@ static void json_failure(const char *command, int r) {
                 return;
         json_object_object_add(o, "command", json_object_new_string(command));
         json_object_object_add(o, "error", json_object_new_string(tg_err_id(r)));
-        json_object_object_add(o, "message", json_object_new_string(tg_err_str(r)));
+        json_object_object_add(o, "message", json_object_new_string(cli_diagnostics() ?: tg_err_str(r)));
         json_object_object_add(o, "exit_code", json_object_new_int(tg_err_exit_code(r)));
         tg_json_print(stdout, o);
 }
@@ -485,6 +486,8 @@ int main(int argc, char *argv[]) {
         c.args = argv + optind + 1;
         c.n_args = argc - optind - 1;
 
+        if (c.json)
+                cli_diagnostics_capture();
         /* An option the command does not take is an error, not silently ignored. */
         for (int id = 0; id < _OPT_MAX; id++)
                 if ((given & (1ull << id)) && !((OPTS_GENERAL | cmd->options) & (1ull << id))) {

@@ -174,4 +174,97 @@ provision_uses_the_default_policy() {
         done
 }
 
+# --json: a failure's object carries the diagnostic that went to standard
+# error, and its exit code; lockout export --json prints JSON.
+test_case json_errors_carry_the_diagnostic
+json_errors_carry_the_diagnostic() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        expect_exit 17 "$TPMGUARD" status --json "$WORK/missing.img"
+        expect_in "Cannot open $WORK/missing.img: No such file or directory" "$ERR"
+        python3 - "$OUT" "$WORK/missing.img" <<'PY'
+import json, sys
+o = json.loads(sys.argv[1])
+assert o["exit_code"] == 17, o
+assert o["error"] == "not-found", o
+assert "Cannot open %s: No such file or directory" % sys.argv[2] in o["message"], o
+PY
+        expect_exit 0 "$TPMGUARD" lockout export --json
+        [ "$(python3 -c 'import json,sys; print(json.loads(sys.argv[1])["lockout_password_hex"])' "$OUT")" = \
+          "$(head -n1 "$WORK/state/lockout-auth")" ]
+}
+
+# ^C during an operation: "Interrupted (^C)", never strsignal's "Interrupted by Interrupt".
+test_case interrupt_says_interrupted
+interrupt_says_interrupted() {
+        [ "${TPMGUARD_FAULT_INJECTION_BUILD:-false}" = true ] || { echo "# not a fault-injection build: skipped" >&2; return 0; }
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        local n rc
+        # The first fault point inside the keyslot change (before it the signal simply ends the process).
+        for n in $(seq 1 60); do
+                rc=0
+                TPMGUARD_FAULT_SIGNAL_AT=$n "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+                        --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" >"$WORK/out" 2>&1 || rc=$?
+                tpm_flush_contexts
+                [ "$rc" = 18 ] && break
+        done
+        [ "$rc" = 18 ]
+        expect_in "Interrupted (^C)" "$(cat "$WORK/out")"
+        refute_in "Interrupted by Interrupt" "$(cat "$WORK/out")"
+}
+
+# Every option a command's help lists is taken by that command: walks the
+# command table (tpmguard help) and each command's options (COMMAND --help),
+# giving each alone, and refuses any "does not apply" / "takes no options".
+# No TPM answers here: only the option handling is under test.
+test_case every_listed_option_is_taken
+every_listed_option_is_taken() {
+        WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-test.XXXXXX")
+        printf 'state_dir = %s\ncache_dir = %s\ntcti = swtpm:path=%s/none\n' "$WORK" "$WORK" "$WORK" >"$WORK/tpmguard.conf"
+        export TPMGUARD_CONFIG=$WORK/tpmguard.conf
+        local cmd opt arg args value rc checked=0
+        for cmd in $("$TPMGUARD" help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF {print $1}'); do
+                case $(
+                        "$TPMGUARD" help | sed -n '/^Commands:/,/^$/p' | awk -v c="$cmd" '$1 == c {print $2}'
+                ) in
+                DEV) args=("$WORK/missing.img") ;;
+                setup\|export) args=(setup) ;;
+                pre\|post) args=(pre suspend) ;;
+                get) args=(get pcrs) ;;
+                *) args=() ;;
+                esac
+                while read -r opt arg; do
+                        case $opt in --config | --tcti | --verbose | --quiet | --help | --version) continue ;; esac
+                        case $arg in
+                        "") value=() ;;
+                        N | SLOT) value=(1) ;;
+                        LIST) value=(7) ;;
+                        BANK) value=(sha256) ;;
+                        MS) value=(100) ;;
+                        N=BANK:HEX) value=("7=sha256:$(printf '%064d' 0)") ;;
+                        *) value=("$WORK/nofile") ;;
+                        esac
+                        rc=0
+                        timeout 20 setsid -w "$TPMGUARD" "$cmd" "$opt" "${value[@]}" "${args[@]}" \
+                                </dev/null >/dev/null 2>"$WORK/err" || rc=$?
+                        if grep -qE "does not apply|do not apply|takes no options" "$WORK/err"; then
+                                echo "# $cmd lists $opt but refuses it: $(cat "$WORK/err")" >&2
+                                return 1
+                        fi
+                        [ "$rc" != 124 ] || { echo "# $cmd $opt hung" >&2; return 1; }
+                        checked=$((checked + 1))
+                done < <("$TPMGUARD" "$cmd" --help | python3 -c '
+import re, sys
+for line in sys.stdin:
+    m = re.match(r"\s+(?:-\w )?(--[\w-]+)(?: (\S+))?", line)
+    if m:
+        print(m.group(1), m.group(2) or "")')
+        done
+        echo "# $checked command options checked" >&2
+        [ "$checked" -gt 50 ]
+}
+
 run_cases
