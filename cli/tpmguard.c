@@ -183,6 +183,58 @@ static void help_general(const cli_command *commands, size_t n) {
                "See tpmguard(8) for exit codes.\n");
 }
 
+/*
+ * What a bare 'tpmguard' prints: the first-run path in a screenful (the
+ * full list is 'tpmguard help'), so that a newcomer sees where to start.
+ */
+static void help_short(void) {
+        printf("Usage: tpmguard [OPTIONS] COMMAND [ARGS]\n"
+               "\n"
+               "Unlock LUKS2 volumes with a TPM, safely against TPM bus interposers.\n"
+               "\n"
+               "First steps:\n"
+               "  provision          Pin this TPM's EK signing key (once per machine)\n"
+               "  enroll DEV         Add a TPM + PIN keyslot to a LUKS2 volume\n"
+               "  status DEV         What is enrolled, and whether it will unlock\n"
+               "  doctor [DEV...]    Explain the whole state, with a next step for each problem\n"
+               "  reseal DEV         Seal again after a firmware or boot chain update\n"
+               "\n"
+               "Example:\n"
+               "  tpmguard provision\n"
+               "  tpmguard enroll /dev/nvme0n1p3\n"
+               "\n"
+               "More: 'tpmguard help' lists every command and option, 'tpmguard COMMAND --help'\n"
+               "shows one; tpmguard(8), tpmguard.conf(5) and /usr/share/doc/tpmguard/README.md.\n");
+}
+
+/* One or two examples per command, the end of its --help (a row for each command of the table). */
+static const struct command_example {
+        const char *command;
+        const char *examples;
+} command_examples[] = {
+        { "provision", "tpmguard provision\ntpmguard provision --ek-ca /root/vendor-ek-root.pem" },
+        { "verify", "tpmguard verify\ntpmguard verify --json" },
+        { "enroll", "tpmguard enroll /dev/nvme0n1p3\ntpmguard enroll --pcrs 7 --unlock-key-file /root/recovery.key /dev/nvme0n1p3" },
+        { "seal", "tpmguard seal --secret-file slot.key --pcrs 7 > token.json" },
+        { "doctor", "tpmguard doctor\ntpmguard doctor --json /dev/nvme0n1p3" },
+        { "change-pin", "tpmguard change-pin /dev/nvme0n1p3" },
+        { "rotate", "tpmguard rotate /dev/nvme0n1p3" },
+        { "reseal", "tpmguard reseal /dev/nvme0n1p3\ntpmguard reseal --pcrs 7 --unlock-key-file - /dev/nvme0n1p3" },
+        { "recovery-key", "tpmguard recovery-key /dev/nvme0n1p3\ntpmguard recovery-key --replace 0 /dev/nvme0n1p3" },
+        { "passwd", "tpmguard passwd --key-slot 0 /dev/nvme0n1p3" },
+        { "remove", "tpmguard remove /dev/nvme0n1p3\ntpmguard remove --token 1 /dev/nvme0n1p3" },
+        { "status", "tpmguard status /dev/nvme0n1p3\ntpmguard status --json /dev/nvme0n1p3" },
+        { "cleanup", "tpmguard cleanup /dev/nvme0n1p3" },
+        { "migrate", "tpmguard migrate --token 1 /dev/nvme0n1p3" },
+        { "audit", "tpmguard audit\ntpmguard audit --json /dev/nvme0n1p3" },
+        { "bind", "tpmguard bind /dev/nvme0n1p3" },
+        { "lockout", "tpmguard lockout setup\ntpmguard lockout export --json" },
+        { "lockout-reset", "tpmguard lockout-reset" },
+        { "sleep", "tpmguard sleep pre suspend" },
+        { "config", "tpmguard config get kernel_null_name" },
+        { "help", "tpmguard help enroll" },
+};
+
 static void help_command(const cli_command *cmd) {
         printf("Usage: tpmguard [OPTIONS] %s%s%s\n\n%s.\n\nOptions:\n", cmd->name, cmd->args[0] ? " " : "", cmd->args,
                cmd->summary);
@@ -192,6 +244,16 @@ static void help_command(const cli_command *cmd) {
         for (int id = 0; id < _OPT_MAX; id++)
                 if (OPTS_GENERAL & (1ull << id))
                         option_print(id);
+        for (size_t i = 0; i < ELEMENTSOF(command_examples); i++)
+                if (strcmp(command_examples[i].command, cmd->name) == 0) {
+                        const char *e = command_examples[i].examples;
+                        printf("\nExamples:\n");
+                        while (*e) {
+                                size_t n = strcspn(e, "\n");
+                                printf("  %.*s\n", (int) n, e);
+                                e += n + (e[n] == '\n');
+                        }
+                }
         printf("\nSee tpmguard(8) for details and exit codes.\n");
 }
 
@@ -473,7 +535,7 @@ int main(int argc, char *argv[]) {
                         help_general(commands, ELEMENTSOF(commands));
                         return 0;
                 }
-                help_general(commands, ELEMENTSOF(commands));
+                help_short();
                 return tg_err_exit_code(-TG_ERR_INVALID);
         }
         cmd = command_find(argv[optind]);

@@ -267,4 +267,37 @@ for line in sys.stdin:
         [ "$checked" -gt 50 ]
 }
 
+# Discovery: a bare tpmguard fits a screen (at most 40 lines) with the five
+# first commands and where to read more; every command's --help ends with
+# examples of that command using only options it lists.
+test_case usage_is_short_and_help_has_examples
+usage_is_short_and_help_has_examples() {
+        WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-test.XXXXXX")
+        expect_exit 2 "$TPMGUARD"
+        [ "$(wc -l <<<"$OUT")" -le 40 ] || { echo "# bare usage: $(wc -l <<<"$OUT") lines" >&2; return 1; }
+        local cmd
+        for cmd in provision enroll status doctor reseal; do
+                grep -qE "^  $cmd( |\$)" <<<"$OUT" || { echo "# bare usage lacks $cmd" >&2; return 1; }
+        done
+        expect_in "'tpmguard help'" "$OUT"
+        expect_in "tpmguard(8)" "$OUT"
+        for cmd in $("$TPMGUARD" help | sed -n '/^Commands:/,/^$/p' | awk 'NR > 1 && NF {print $1}'); do
+                "$TPMGUARD" "$cmd" --help >"$WORK/help"
+                python3 - "$cmd" "$WORK/help" <<'PY'
+import re, sys
+cmd, text = sys.argv[1], open(sys.argv[2]).read()
+assert "\nExamples:\n" in text, "%s --help has no examples" % cmd
+examples = text.split("\nExamples:\n", 1)[1].split("\n\n", 1)[0].splitlines()
+options = set(re.findall(r"^\s+(?:-\w )?(--[\w-]+)", text.split("\nExamples:\n")[0], re.M))
+assert examples, cmd
+for line in examples:
+    words = line.split()
+    assert words[:2] == ["tpmguard", cmd], "%s: example %r" % (cmd, line)
+    for w in words:
+        if w.startswith("--"):
+            assert w in options, "%s: example %r uses %s, which %s does not list" % (cmd, line, w, cmd)
+PY
+        done
+}
+
 run_cases
