@@ -170,6 +170,10 @@ int cmd_enroll(const cli *c, tg_config *config) {
         char pcrs[96];
         int keyslot, token, r;
 
+        /* A second tpmguard token is refused unless --wipe-slot replaces the first: before any secret. */
+        r = tg_enroll_plan_wipe(c->args[0], c->wipe_slot, &o);
+        if (r < 0)
+                return r;
         r = enroll_inputs_from_cli(c, config, "Existing passphrase of the volume: ", &o, &explicit_values, &unlock,
                                    &pin, &owner, &eauth);
         if (r < 0)
@@ -187,8 +191,15 @@ int cmd_enroll(const cli *c, tg_config *config) {
         if (r < 0)
                 return log_error_rc(r, "Enrollment failed: %s. The volume is unchanged.", tg_err_str(r));
         tg_pcr_list_format(o.seal.pcr_mask, pcrs, sizeof pcrs);
-        printf("Enrolled %s: keyslot %d, token %d, %s PCRs %s, %s.\n", c->args[0], keyslot, token,
+        printf("Enrolled %s: keyslot %d, token %d, %s PCRs %s, %s", c->args[0], keyslot, token,
                tg_pcr_bank_to_string(o.seal.pcr_bank), pcrs[0] ? pcrs : "(none)", pin ? "PIN" : "no PIN");
+        if (o.wipe.replace)
+                printf("; it replaces the old token %d (keyslot %d)", o.wipe.replace_token, o.wipe.replace_keyslot);
+        if (o.wipe.remove_tokens)
+                printf("; the other old tpmguard tokens were removed");
+        if (o.wipe.destroy)
+                printf("; keyslot %d was destroyed", o.wipe.destroy_keyslot);
+        printf(".\n");
         return 0;
 }
 

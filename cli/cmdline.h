@@ -44,6 +44,7 @@ typedef struct cli {
         const char *new_pin_file;
         const char *old_pin_file;
         const char *new_passphrase_file;
+        const char *wipe_slot;          /* enroll: "tpmguard" or a keyslot number */
         int replace;
         uint32_t iter_time;
         bool accept_token_policy;

@@ -40,6 +40,7 @@ enum {
         OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
         OPT_KEEP_OLD, OPT_OLD_PIN_FILE,
         OPT_TOFU, OPT_LOCKOUT_AUTH_COPY,
+        OPT_WIPE_SLOT,
         _OPT_MAX,
 };
 
@@ -116,6 +117,8 @@ static const struct option_doc {
                                    "No EK certificate in NV: pin the EK signing key unproven (firmware TPMs)", FLAG(trust_on_first_use) },
         [OPT_LOCKOUT_AUTH_COPY] = { "lockout-auth-copy", "F", "Also write a new lockout password to F (new file, 0600)",
                                     STRING(lockout_auth_copy) },
+        [OPT_WIPE_SLOT]        = { "wipe-slot", "tpmguard|N", "Replace the volume's tpmguard token(s), or destroy keyslot N, "
+                                   "once the new token is proven", STRING(wipe_slot) },
 };
 
 /* Options every command takes. */
@@ -214,7 +217,7 @@ static const struct command_example {
 } command_examples[] = {
         { "provision", "tpmguard provision\ntpmguard provision --ek-ca /root/vendor-ek-root.pem" },
         { "verify", "tpmguard verify\ntpmguard verify --json" },
-        { "enroll", "tpmguard enroll /dev/nvme0n1p3\ntpmguard enroll --pcrs 7 --unlock-key-file /root/recovery.key /dev/nvme0n1p3" },
+        { "enroll", "tpmguard enroll /dev/nvme0n1p3\ntpmguard enroll --wipe-slot tpmguard --pcrs 7 /dev/nvme0n1p3" },
         { "seal", "tpmguard seal --secret-file slot.key --pcrs 7 > token.json" },
         { "doctor", "tpmguard doctor\ntpmguard doctor --json /dev/nvme0n1p3" },
         { "change-pin", "tpmguard change-pin /dev/nvme0n1p3" },
@@ -322,7 +325,7 @@ static const cli_command commands[] = {
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
           O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_verify },
         { "enroll", "DEV", "Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token",
-          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT), CMD_CONFIG, cmd_enroll },
+          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(WIPE_SLOT), CMD_CONFIG, cmd_enroll },
         { "seal", "", "Seal a given keyslot secret; print token JSON for 'cryptsetup token import'",
           OPTS_SEAL | O(SECRET_FILE), CMD_CONFIG, cmd_seal },
         { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",

@@ -300,4 +300,58 @@ PY
         done
 }
 
+# Replace, don't add: a second enroll is refused before any secret and names
+# --wipe-slot tpmguard; with it exactly one token is left, the new one (the
+# old keyslot destroyed). --wipe-slot N never wipes the only passphrase.
+test_case second_enroll_refused_wipe_slot_replaces
+second_enroll_refused_wipe_slot_replaces() {
+        setup_enrolled
+        answer "$ANY_PROMPT" "recovery passphrase" 5678 5678 -- "$TPMGUARD" enroll --pcrs 7 "$WORK/disk.img"
+        [ "$RC" = 2 ] && [ "$PROMPTS" = 0 ]
+        tty_has "already has a tpmguard token (token 0)"
+        tty_has "tpmguard enroll --wipe-slot tpmguard $WORK/disk.img"
+        # A passphrase keyslot is no way round the refusal.
+        expect_exit 2 "$TPMGUARD" enroll --wipe-slot 0 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "--wipe-slot tpmguard" "$ERR"
+        printf '5678\n' >"$WORK/pin2"
+        expect_exit 0 "$TPMGUARD" enroll --wipe-slot tpmguard --pcrs 7 --pin-file "$WORK/pin2" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        expect_in "replaces the old token 0" "$OUT"
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: tpmguard$')" = 1 ]
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: tpmguard-pending$')" = 0 ]
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2')" = 2 ]
+        pin_opens "$WORK/pin2"
+        refute pin_opens "$WORK/pin"
+        recovery_opens "$WORK/disk.img"
+        # --wipe-slot N with N the token's keyslot replaces that token too.
+        local slot
+        slot=$(cryptsetup token export --token-id 0 "$WORK/disk.img" | python3 -c 'import json,sys; print(json.load(sys.stdin)["keyslots"][0])')
+        expect_exit 0 "$TPMGUARD" enroll --wipe-slot "$slot" --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | grep -c '^  [0-9]*: luks2')" = 2 ]
+        pin_opens "$WORK/pin"
+}
+
+test_case wipe_slot_never_the_only_passphrase
+wipe_slot_never_the_only_passphrase() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        answer "$ANY_PROMPT" "recovery passphrase" 1234 1234 -- "$TPMGUARD" enroll --wipe-slot 0 "$WORK/disk.img"
+        [ "$RC" = 2 ] && [ "$PROMPTS" = 0 ]
+        tty_has "keyslot 0 is the only other way into"
+        tty_has "tpmguard recovery-key"
+        # With a second passphrase, keyslot 0 goes once the new token is in.
+        printf 'second passphrase' >"$WORK/second.key"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file "$WORK/recovery.key" \
+                "$WORK/disk.img" "$WORK/second.key"
+        expect_exit 0 "$TPMGUARD" enroll --wipe-slot 0 --pcrs 7 --pin-file "$WORK/pin" \
+                --unlock-key-file "$WORK/second.key" "$WORK/disk.img"
+        expect_in "keyslot 0 was destroyed" "$OUT"
+        refute recovery_opens "$WORK/disk.img"
+        cryptsetup open --test-passphrase --key-file "$WORK/second.key" "$WORK/disk.img"
+        pin_opens "$WORK/pin"
+}
+
 run_cases
