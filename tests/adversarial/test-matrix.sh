@@ -117,7 +117,7 @@ op unlock-plugin-no-pin   enrolled cold inject
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
 run_enroll() {
-        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+        expect_exit 0 "$TPMGUARD" enroll --wipe-slot tpmguard --pcrs 7 --pin-file "$WORK/pin" \
                 --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" || return
         # The new keyslot secret, for the capture search: unsealed afterwards
         # directly from the TPM (the proxy has stopped seeing traffic by then).
