@@ -13,14 +13,17 @@
 #include "error.h"
 #include "cleanup.h"
 #include "enroll.h"
+#include "keyslot-owner.h"
 #include "lifecycle.h"
 #include "migrate.h"
+#include "pending-marker.h"
 #include "token-ops.h"
 #include "log.h"
 #include "luks.h"
 #include "pin.h"
 #include "prompt.h"
 #include "seal.h"
+#include "secureboot.h"
 #include "token.h"
 #include "util.h"
 #include "verify.h"
@@ -139,6 +142,11 @@ static int enroll_inputs_from_cli(const cli *c, const tg_config *config, const c
         r = tg_enroll_check(config, c->args[0], o);
         if (r < 0)
                 return r;
+        if ((o->seal.pcr_mask & (1u << 7)) && tg_secure_boot_weakness())
+                log_warning("Sealing to PCR 7, but %s: PCR 7 then binds almost nothing (any boot loader and kernel "
+                            "give the same value), and only the PIN protects the volume. Turn Secure Boot on, then "
+                            "'tpmguard reseal %s' (docs/hardware.md, \"Which PCRs to seal to\").",
+                            tg_secure_boot_weakness(), c->args[0]);
 
         if (c->unlock_key_file)
                 r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
@@ -163,6 +171,66 @@ static int enroll_inputs_from_cli(const cli *c, const tg_config *config, const c
         return 0;
 }
 
+/* Whether the PCR policy of t holds now (this boot's verification cache when warm); -1 when unknown. */
+static int token_pcrs_hold(const tg_config *config, const tg_token *t) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        bool satisfied = true;
+
+        if (t->pcr_mask == 0)
+                return 1;
+        if (tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v) < 0 ||
+            tg_token_policy_satisfied(v, t, &satisfied) < 0)
+                return -1;
+        return satisfied;
+}
+
+/*
+ * --dry-run: what enroll would change, after the same checks it makes before
+ * any secret (the volume, the TPM, the PCRs, --wipe-slot); nothing is asked,
+ * nothing is written.
+ */
+static int enroll_dry_run(const cli *c, const tg_config *config, tg_enroll_options *o) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL;
+        tg_pcr_values explicit_values;
+        char pcrs[96];
+        int keyslot, r;
+
+        r = seal_policy_from_cli(c, config, &o->seal, &explicit_values);
+        if (r < 0)
+                return r;
+        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o->endorsement_auth = eauth;
+        r = tg_enroll_check(config, c->args[0], o);
+        if (r < 0)
+                return r;
+        r = tg_luks_open(c->args[0], &cd);
+        if (r < 0)
+                return r;
+        keyslot = o->keyslot >= 0 ? o->keyslot : tg_luks_keyslot_free(cd, c->args[0]);
+        if (keyslot < 0)
+                return keyslot;
+        tg_pcr_list_format(o->seal.pcr_mask, pcrs, sizeof pcrs);
+        printf("Dry run: nothing was asked or changed. enroll %s would:\n", c->args[0]);
+        printf("  add keyslot %d with a new random secret, sealed to %s PCRs %s (%s) and %s\n", keyslot,
+               tg_pcr_bank_to_string(o->seal.pcr_bank), pcrs[0] ? pcrs : "(none)",
+               o->seal.explicit_values ? "the given values" : "their current values",
+               c->no_pin ? "no PIN" : "a new PIN");
+        if (o->wipe.replace)
+                printf("  write its token over tpmguard token %d, then destroy that token's keyslot %d\n",
+                       o->wipe.replace_token, o->wipe.replace_keyslot);
+        else
+                printf("  add a tpmguard token for it\n");
+        for (int id = 0; id < 32; id++)
+                if (o->wipe.remove_tokens & (1u << id))
+                        printf("  remove tpmguard token %d (and its keyslot, if tpmguard recorded it as its own)\n", id);
+        if (o->wipe.destroy)
+                printf("  destroy keyslot %d\n", o->wipe.destroy_keyslot);
+        return 0;
+}
+
 int cmd_enroll(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL, *unlock = NULL, *eauth = NULL;
         tg_enroll_options o = { .keyslot = c->keyslot };
@@ -174,6 +242,8 @@ int cmd_enroll(const cli *c, tg_config *config) {
         r = tg_enroll_plan_wipe(c->args[0], c->wipe_slot, &o);
         if (r < 0)
                 return r;
+        if (c->dry_run)
+                return enroll_dry_run(c, config, &o);
         r = enroll_inputs_from_cli(c, config, "Existing passphrase of the volume: ", &o, &explicit_values, &unlock,
                                    &pin, &owner, &eauth);
         if (r < 0)
@@ -374,11 +444,86 @@ int cmd_change_pin(const cli *c, tg_config *config) {
         return 0;
 }
 
+/*
+ * --dry-run of rotate, reseal and remove: the token they would act on and
+ * what would happen to it and its keyslot, read from the header without
+ * resolving interrupted operations (a real run resolves them first) and
+ * without any secret; nothing is written.
+ */
+static int token_dry_run(const cli *c, const tg_config *config, const char *operation) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        char policy[128], pcrs[96];
+        tg_token t, sealed;
+        bool valid;
+        int id, free_slot, holds, r;
+
+        r = tg_luks_open(c->args[0], &cd);
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_select_token(cd, c->args[0], c->token, strcmp(operation, "remove") == 0, &id, &t, &valid);
+        if (r < 0)
+                return r;
+        tg_token_policy_format(&t, policy, sizeof policy);
+        printf("Dry run: nothing was asked or changed. %s %s would:\n", operation, c->args[0]);
+        for (int m = 0; m < tg_luks_tokens_max(); m++)
+                if (tg_luks_token_has_type(cd, m, TG_PENDING_TOKEN_TYPE))
+                        printf("  first resolve the interrupted operation in token %d ('tpmguard status' shows it)\n", m);
+        if (strcmp(operation, "remove") == 0) {
+                if (!tg_luks_keyslot_active(cd, t.keyslot))
+                        printf("  remove token %d (it has no keyslot)\n", id);
+                else if (tg_luks_keyslot_referenced(cd, t.keyslot, id))
+                        printf("  remove token %d, keep keyslot %d (another token uses it)\n", id, t.keyslot);
+                else if (!tg_keyslot_owned(config->state_dir, cd, t.keyslot))
+                        printf("  remove token %d, keep keyslot %d (not one tpmguard recorded as its own)\n", id,
+                               t.keyslot);
+                else if (crypt_keyslot_status(cd, t.keyslot) == CRYPT_SLOT_ACTIVE_LAST)
+                        printf("  refuse: keyslot %d of token %d is the volume's last keyslot\n", t.keyslot, id);
+                else
+                        printf("  destroy keyslot %d, then remove token %d (%s)\n", t.keyslot, id, policy);
+                explicit_bzero(&t, sizeof t);
+                return 0;
+        }
+        free_slot = tg_luks_keyslot_free(cd, c->args[0]);
+        holds = token_pcrs_hold(config, &t);
+        if (strcmp(operation, "rotate") == 0) {
+                if (holds == 0)
+                        printf("  refuse: the PCR values no longer satisfy token %d's policy (reseal it first)\n", id);
+                else
+                        printf("  move token %d (%s) from keyslot %d to a new keyslot %d with a new random secret, "
+                               "then destroy keyslot %d%s\n", id, policy, t.keyslot, free_slot, t.keyslot,
+                               t.pin ? "; it asks for the current PIN" : "");
+                explicit_bzero(&t, sizeof t);
+                return 0;
+        }
+        /* reseal: the new policy from the command line or tpmguard.conf, never from the token. */
+        sealed = (tg_token) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask, .pin = !c->no_pin };
+        if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &sealed.pcr_bank) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\".", c->pcr_bank);
+        if (c->pcrs && tg_pcr_list_parse(c->pcrs, &sealed.pcr_mask) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7.", c->pcrs);
+        tg_pcr_list_format(sealed.pcr_mask, pcrs, sizeof pcrs);
+        tg_token_policy_format(&sealed, policy, sizeof policy);
+        if (c->unlock_key_file || holds == 0)
+                printf("  seal token %d to %s (PCRs %s at %s), authorized by %s, in a new keyslot %d; then destroy "
+                       "keyslot %d\n", id, policy, pcrs[0] ? pcrs : "(none)",
+                       c->n_pcr_values ? "the given values" : "their current values",
+                       c->unlock_key_file ? "--unlock-key-file" : "the recovery passphrase (the PCRs changed, no PIN "
+                       "can unseal it)", free_slot, t.keyslot);
+        else
+                printf("  seal token %d to %s (PCRs %s at %s), authorized by its current PIN, in keyslot %d%s\n", id,
+                       policy, pcrs[0] ? pcrs : "(none)", c->n_pcr_values ? "the given values" : "their current values",
+                       t.keyslot, t.version < 2 && t.pin ? " (a format 1 token moves to a new keyslot)" : "");
+        explicit_bzero(&t, sizeof t);
+        return 0;
+}
+
 int cmd_rotate(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_lifecycle_result res;
         int r;
 
+        if (c->dry_run)
+                return token_dry_run(c, config, "rotate");
         /* The volume, the TPM and the PCRs before the PIN is asked. */
         r = tg_lifecycle_check(config, c->args[0], c->token, "rotate", NULL, NULL, NULL);
         if (r < 0)
@@ -425,6 +570,8 @@ int cmd_reseal(const cli *c, tg_config *config) {
         char policy[128];
         int r;
 
+        if (c->dry_run)
+                return token_dry_run(c, config, "reseal");
         p.pcr_bank = config->pcr_bank;
         p.pcr_mask = config->pcr_mask;
         p.allow_unextended = c->allow_unextended || config->allow_unextended_pcrs;
@@ -505,6 +652,8 @@ int cmd_remove(const cli *c, tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
+        if (c->dry_run)
+                return token_dry_run(c, config, "remove");
         r = tg_remove(config, c->args[0], c->token, &res);
         if (r < 0)
                 return log_error_rc(r, "Removal failed: %s.", tg_err_str(r));

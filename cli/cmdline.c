@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The parsed command line's shared helpers (see cmdline.h). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cmdline.h"
@@ -84,4 +85,9 @@ int cli_read_token_pin(const cli *c, tg_secret **ret_pin) {
 
 int cli_ask_current_pin(const tg_token *t, void *userdata, tg_secret **ret) {
         return cli_read_current_pin(userdata, t, ret);
+}
+
+const char *cli_crypttab_path(const cli *c) {
+        /* TPMGUARD_CRYPTTAB: for tests, like TPMGUARD_CONFIG (ignored in set-user-ID programs). */
+        return c->crypttab ?: secure_getenv("TPMGUARD_CRYPTTAB") ?: "/etc/crypttab";
 }

@@ -50,6 +50,7 @@ typedef struct cli {
         bool accept_token_policy;
         bool allow_unextended;
         bool keep_old;
+        bool dry_run;                   /* enroll, remove, rotate, reseal: say what would change, change nothing */
         char **args;
         int n_args;
 } cli;
@@ -82,3 +83,5 @@ void cli_json_printed_set(void);
 void cli_diagnostics_capture(void);
 /* The error lines printed so far, joined by newlines; NULL when none. */
 const char *cli_diagnostics(void);
+/* The crypttab that names volumes: --crypttab, else $TPMGUARD_CRYPTTAB (tests), else /etc/crypttab. */
+const char *cli_crypttab_path(const cli *c);

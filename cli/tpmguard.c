@@ -22,6 +22,7 @@
 #include "cmd-tpm.h"
 #include "cmdline.h"
 #include "config.h"
+#include "device.h"
 #include "error.h"
 #include "json-util.h"
 #include "log.h"
@@ -40,7 +41,7 @@ enum {
         OPT_ALLOW_UNEXTENDED, OPT_REPLACE, OPT_NEW_PASSPHRASE_FILE, OPT_ITER_TIME, OPT_LOCKOUT_AUTH,
         OPT_KEEP_OLD, OPT_OLD_PIN_FILE,
         OPT_TOFU, OPT_LOCKOUT_AUTH_COPY,
-        OPT_WIPE_SLOT,
+        OPT_WIPE_SLOT, OPT_DRY_RUN,
         _OPT_MAX,
 };
 
@@ -119,6 +120,8 @@ static const struct option_doc {
                                     STRING(lockout_auth_copy) },
         [OPT_WIPE_SLOT]        = { "wipe-slot", "tpmguard|N", "Replace the volume's tpmguard token(s), or destroy keyslot N, "
                                    "once the new token is proven", STRING(wipe_slot) },
+        [OPT_DRY_RUN]          = { "dry-run", NULL, "Say what would change (keyslots, tokens, PCRs); change nothing, ask "
+                                   "nothing", FLAG(dry_run) },
 };
 
 /* Options every command takes. */
@@ -145,6 +148,12 @@ typedef struct cli_command {
 } cli_command;
 
 static const cli_command *command_find(const char *name);
+
+static void strv_freep(char ***v) {
+        for (char **p = *v; p && *p; p++)
+                free(*p);
+        free(*v);
+}
 
 static void option_print(int id) {
         const struct option_doc *d = &option_docs[id];
@@ -198,9 +207,11 @@ static void help_short(void) {
                "First steps:\n"
                "  provision          Pin this TPM's EK signing key (once per machine)\n"
                "  enroll DEV         Add a TPM + PIN keyslot to a LUKS2 volume\n"
-               "  status DEV         What is enrolled, and whether it will unlock\n"
+               "  status [DEV]       What is enrolled, and whether it will unlock (no DEV: all volumes)\n"
                "  doctor [DEV...]    Explain the whole state, with a next step for each problem\n"
                "  reseal DEV         Seal again after a firmware or boot chain update\n"
+               "\n"
+               "DEV: a path, UUID=..., PARTUUID=..., a /dev/disk/by-* link or a crypttab name.\n"
                "\n"
                "Example:\n"
                "  tpmguard provision\n"
@@ -217,7 +228,7 @@ static const struct command_example {
 } command_examples[] = {
         { "provision", "tpmguard provision\ntpmguard provision --ek-ca /root/vendor-ek-root.pem" },
         { "verify", "tpmguard verify\ntpmguard verify --json" },
-        { "enroll", "tpmguard enroll /dev/nvme0n1p3\ntpmguard enroll --wipe-slot tpmguard --pcrs 7 /dev/nvme0n1p3" },
+        { "enroll", "tpmguard enroll /dev/nvme0n1p3\ntpmguard enroll --wipe-slot tpmguard --pcrs 7 cryptroot" },
         { "seal", "tpmguard seal --secret-file slot.key --pcrs 7 > token.json" },
         { "doctor", "tpmguard doctor\ntpmguard doctor --json /dev/nvme0n1p3" },
         { "change-pin", "tpmguard change-pin /dev/nvme0n1p3" },
@@ -225,8 +236,8 @@ static const struct command_example {
         { "reseal", "tpmguard reseal /dev/nvme0n1p3\ntpmguard reseal --pcrs 7 --unlock-key-file - /dev/nvme0n1p3" },
         { "recovery-key", "tpmguard recovery-key /dev/nvme0n1p3\ntpmguard recovery-key --replace 0 /dev/nvme0n1p3" },
         { "passwd", "tpmguard passwd --key-slot 0 /dev/nvme0n1p3" },
-        { "remove", "tpmguard remove /dev/nvme0n1p3\ntpmguard remove --token 1 /dev/nvme0n1p3" },
-        { "status", "tpmguard status /dev/nvme0n1p3\ntpmguard status --json /dev/nvme0n1p3" },
+        { "remove", "tpmguard remove --dry-run /dev/nvme0n1p3\ntpmguard remove --token 1 /dev/nvme0n1p3" },
+        { "status", "tpmguard status\ntpmguard status --json UUID=0b3e6c1a-5f2d-4e8b-9a71-2c4d6e8f0a1b" },
         { "cleanup", "tpmguard cleanup /dev/nvme0n1p3" },
         { "migrate", "tpmguard migrate --token 1 /dev/nvme0n1p3" },
         { "audit", "tpmguard audit\ntpmguard audit --json /dev/nvme0n1p3" },
@@ -325,7 +336,7 @@ static const cli_command commands[] = {
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
           O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_verify },
         { "enroll", "DEV", "Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token",
-          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(WIPE_SLOT), CMD_CONFIG, cmd_enroll },
+          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(WIPE_SLOT) | O(DRY_RUN), CMD_CONFIG, cmd_enroll },
         { "seal", "", "Seal a given keyslot secret; print token JSON for 'cryptsetup token import'",
           OPTS_SEAL | O(SECRET_FILE), CMD_CONFIG, cmd_seal },
         { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",
@@ -333,17 +344,18 @@ static const cli_command commands[] = {
         { "change-pin", "DEV", "Change the PIN of a token (unseal, reseal with the new PIN)",
           O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_change_pin },
         { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",
-          O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_rotate },
+          O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY) | O(DRY_RUN), CMD_CONFIG, cmd_rotate },
         { "reseal", "DEV", "Seal to new PCR values (after a firmware or boot chain update)",
           O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(UNLOCK_KEY_FILE) |
-          O(ALLOW_UNEXTENDED), CMD_CONFIG, cmd_reseal },
+          O(ALLOW_UNEXTENDED) | O(DRY_RUN), CMD_CONFIG, cmd_reseal },
         { "recovery-key", "DEV", "Add a fresh recovery key (shown once), optionally replacing a keyslot",
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), CMD_CONFIG, cmd_recovery_key },
         { "passwd", "DEV", "Change a typed passphrase (authorized by the token's PIN or a passphrase)",
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(NEW_PASSPHRASE_FILE) | O(ITER_TIME), CMD_CONFIG, cmd_passwd },
-        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), CMD_CONFIG, cmd_remove },
-        { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
-          O(JSON), CMD_CONFIG, cmd_status },
+        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN) | O(DRY_RUN), CMD_CONFIG,
+          cmd_remove },
+        { "status", "[DEV]", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state; "
+          "no DEV: the machine's tpmguard volumes", O(JSON) | O(CRYPTTAB), CMD_CONFIG, cmd_status },
         { "cleanup", "DEV", "Finish or undo interrupted operations, remove orphans", 0, CMD_CONFIG, cmd_cleanup },
         { "migrate", "DEV", "Replace a systemd-tpm2 or clevis token by a tpmguard one (recovery passphrase authorizes)",
           OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(TOKEN) | O(KEEP_OLD) | O(OLD_PIN_FILE), CMD_CONFIG, cmd_migrate },
@@ -462,6 +474,7 @@ int main(int argc, char *argv[]) {
         const cli_command *cmd;
         _cleanup_config_ tg_config *config = NULL;
         cli c = { .keyslot = CRYPT_ANY_SLOT, .token = CRYPT_ANY_TOKEN, .replace = -1 };
+        _cleanup_(strv_freep) char **resolved = NULL;
         bool want_help = false;
         int opt, r;
 
@@ -550,6 +563,21 @@ int main(int argc, char *argv[]) {
         }
         c.args = argv + optind + 1;
         c.n_args = argc - optind - 1;
+        /* What users type for a device (UUID=, PARTUUID=, a crypttab name) becomes a path first. */
+        if (strstr(cmd->args, "DEV")) {
+                resolved = calloc((size_t) c.n_args + 1, sizeof *resolved);
+                if (!resolved)
+                        return tg_err_exit_code(-TG_ERR_NOMEM);
+                for (int i = 0; i < c.n_args; i++) {
+                        r = tg_device_resolve(cli_crypttab_path(&c), c.args[i], &resolved[i]);
+                        if (r < 0) {
+                                if (c.json && (cmd->options & O(JSON)))
+                                        json_failure(cmd->name, r);
+                                return tg_err_exit_code(r);
+                        }
+                        c.args[i] = resolved[i];
+                }
+        }
 
         if (c.json)
                 cli_diagnostics_capture();

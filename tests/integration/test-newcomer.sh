@@ -354,4 +354,102 @@ wipe_slot_never_the_only_passphrase() {
         pin_opens "$WORK/pin"
 }
 
+# Names users type: UUID=, PARTUUID-less loop devices by UUID, a crypttab name;
+# status with no argument lists the machine's tpmguard volumes (a loop device
+# here) and the crypttab lines that name one.
+test_case device_names_and_status_listing
+device_names_and_status_listing() {
+        command -v losetup >/dev/null && [ -e /dev/loop-control ] || { echo "# no loop devices: skipped" >&2; return 0; }
+        setup_enrolled
+        local loop uuid
+        loop=$(losetup --find --show "$WORK/disk.img")
+        echo "$loop" >"$WORK/loop"
+        uuid=$(cryptsetup luksUUID "$WORK/disk.img")
+        printf '# a comment\ncryptnewcomer UUID=%s none luks\nother /dev/nonexistent-%s none\n' "$uuid" "$$" \
+                >"$WORK/crypttab"
+        export TPMGUARD_CRYPTTAB=$WORK/crypttab
+        # The loop device goes with the case, whatever happens in it.
+        trap 'losetup -d "$(cat "$WORK/loop")"; tpm_teardown' EXIT
+        expect_exit 0 "$TPMGUARD" status "UUID=$uuid"
+        expect_in "token 0: keyslot 1" "$OUT"
+        expect_exit 0 "$TPMGUARD" status cryptnewcomer
+        expect_in "token 0: keyslot 1" "$OUT"
+        expect_exit 17 "$TPMGUARD" status "UUID=00000000-0000-0000-0000-000000000000"
+        expect_in "No block device has UUID=00000000-0000-0000-0000-000000000000" "$ERR"
+        # No argument: the loop device, with its crypttab name; the other line names no device here.
+        expect_exit 0 "$TPMGUARD" status
+        expect_in "$loop: UUID $uuid, 1 tpmguard token, crypttab name cryptnewcomer" "$OUT"
+        expect_in "crypttab other: /dev/nonexistent-$$ (no such device here)" "$OUT"
+        expect_exit 0 "$TPMGUARD" status --json
+        python3 - "$OUT" "$loop" "$uuid" <<'PY'
+import json, sys
+o = json.loads(sys.argv[1])
+v = [v for v in o["volumes"] if v["device"] == sys.argv[2]]
+assert len(v) == 1 and v[0]["uuid"] == sys.argv[3] and v[0]["tokens"] == [0] and v[0]["crypttab"] == "cryptnewcomer", o
+c = {e["name"]: e for e in o["crypttab"]}
+assert c["cryptnewcomer"]["tpmguard"] is True and c["cryptnewcomer"]["resolved"] == sys.argv[2], o
+assert c["other"]["resolved"] is None and c["other"]["tpmguard"] is False, o
+PY
+        # A crypttab name works for the commands that change the volume too.
+        printf '5678\n' >"$WORK/pin2"
+        expect_exit 0 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" cryptnewcomer
+}
+
+# PCR 7 with Secure Boot off or in setup mode binds almost nothing: doctor
+# and enroll say so (a fake efivarfs: 4 attribute bytes and one data byte).
+test_case secure_boot_off_warned
+secure_boot_off_warned() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        mkdir "$WORK/efivars"
+        local guid=8be4df61-93ca-11d2-aa0d-00e098032b8c
+        printf '\006\000\000\000\000' >"$WORK/efivars/SecureBoot-$guid"
+        printf '\006\000\000\000\000' >"$WORK/efivars/SetupMode-$guid"
+        export TPMGUARD_EFIVARS=$WORK/efivars
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img"
+        expect_in "Sealing to PCR 7, but Secure Boot is off" "$ERR"
+        expect_exit 0 "$TPMGUARD" doctor --json "$WORK/disk.img" || true
+        python3 - "$OUT" <<'PY'
+import json, sys
+o = json.loads(sys.argv[1])
+c = [c for c in o["checks"] if c["check"] == "secure-boot"]
+assert len(c) == 1 and c[0]["status"] == "warning" and "Secure Boot is off" in c[0]["summary"], c
+assert "tpmguard reseal" in c[0]["next_step"], c
+PY
+        # On, but in setup mode: warned too; on and enforced: no warning.
+        printf '\006\000\000\000\001' >"$WORK/efivars/SecureBoot-$guid"
+        printf '\006\000\000\000\001' >"$WORK/efivars/SetupMode-$guid"
+        "$TPMGUARD" doctor "$WORK/disk.img" >"$WORK/doctor.out" 2>&1 || true
+        expect_in "setup mode" "$(cat "$WORK/doctor.out")"
+        printf '\006\000\000\000\000' >"$WORK/efivars/SetupMode-$guid"
+        "$TPMGUARD" doctor "$WORK/disk.img" >"$WORK/doctor.out" 2>&1 || true
+        refute_in "secure-boot" "$(cat "$WORK/doctor.out")"
+        refute_in "Secure Boot is off" "$(cat "$WORK/doctor.out")"
+}
+
+# --dry-run says what would change and changes nothing: the header's bytes
+# are the same before and after, for enroll, remove, rotate and reseal.
+test_case dry_run_changes_nothing
+dry_run_changes_nothing() {
+        setup_enrolled
+        local before
+        before=$(head -c 16M "$WORK/disk.img" | sha256sum)
+        expect_exit 0 "$TPMGUARD" enroll --dry-run --wipe-slot tpmguard --pcrs 7 "$WORK/disk.img" </dev/null
+        expect_in "write its token over tpmguard token 0, then destroy that token's keyslot 1" "$OUT"
+        expect_in "add keyslot 2 with a new random secret, sealed to sha256 PCRs 7" "$OUT"
+        expect_exit 0 "$TPMGUARD" rotate --dry-run "$WORK/disk.img" </dev/null
+        expect_in "move token 0 (sha256 PCRs 7, PIN) from keyslot 1 to a new keyslot 2" "$OUT"
+        expect_exit 0 "$TPMGUARD" reseal --dry-run --pcrs 7 "$WORK/disk.img" </dev/null
+        expect_in "authorized by its current PIN, in keyslot 1" "$OUT"
+        expect_exit 0 "$TPMGUARD" remove --dry-run "$WORK/disk.img" </dev/null
+        expect_in "destroy keyslot 1, then remove token 0" "$OUT"
+        pcr7_extend
+        expect_exit 0 "$TPMGUARD" reseal --dry-run "$WORK/disk.img" </dev/null
+        expect_in "authorized by the recovery passphrase" "$OUT"
+        [ "$(head -c 16M "$WORK/disk.img" | sha256sum)" = "$before" ]
+}
+
 run_cases
