@@ -555,6 +555,17 @@ static bool reseal_pin_can_work(const tg_config *config, const tg_token *t) {
         return satisfied;
 }
 
+/* A mistyped recovery passphrase is named before the new PIN is asked. */
+static int reseal_passphrase_check(const char *device, const tg_secret *passphrase) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        int r;
+
+        r = tg_luks_open(device, &cd);
+        if (r >= 0)
+                r = tg_luks_passphrase_check(cd, device, passphrase);
+        return r < 0 ? r : 0;
+}
+
 /*
  * reseal: the new policy comes from the command line, else tpmguard.conf —
  * never from the old token, whose fields an attacker can edit (docs/design.md §9.1).
@@ -598,27 +609,29 @@ int cmd_reseal(const cli *c, tg_config *config) {
         if (r < 0)
                 return r;
         if (c->unlock_key_file) {
-                /* Authorized by a passphrase: the token's PIN is not needed, the new one is asked twice. */
-                if (!c->no_pin)
-                        r = read_new_pin(config, c->pin_file, &new_pin);
+                /* Authorized by a passphrase, proven on the volume before the new PIN is asked (twice). */
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
                 if (r >= 0)
-                        r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+                        r = reseal_passphrase_check(c->args[0], unlock);
+                if (r >= 0 && !c->no_pin)
+                        r = read_new_pin(config, c->pin_file, &new_pin);
         } else if (!reseal_pin_can_work(config, &t)) {
                 /*
                  * The PCRs changed since the seal (the usual reason to reseal): no PIN can unseal
                  * the token, so none is asked for. The recovery passphrase authorizes instead,
-                 * from the terminal; the new PIN (--pin-file, or asked twice) seals the new token.
+                 * from the terminal, proven on the volume first; then the new PIN (--pin-file, or
+                 * asked twice) seals the new token.
                  */
                 log_notice("The PCR values no longer match the token's sealed policy, so its PIN cannot authorize "
                            "the reseal: authorize it with the recovery passphrase (or --unlock-key-file F).");
-                if (!c->no_pin)
+                r = tg_passphrase_read(NULL, "Recovery passphrase: ", false, &unlock);
+                if (r < 0)
+                        r = log_error_rc(-TG_ERR_PCR_MISMATCH, "No recovery passphrase given: give it on "
+                                         "the terminal or with --unlock-key-file F.");
+                if (r >= 0)
+                        r = reseal_passphrase_check(c->args[0], unlock);
+                if (r >= 0 && !c->no_pin)
                         r = read_new_pin(config, c->pin_file, &new_pin);
-                if (r >= 0) {
-                        r = tg_passphrase_read(NULL, "Recovery passphrase: ", false, &unlock);
-                        if (r < 0)
-                                r = log_error_rc(-TG_ERR_PCR_MISMATCH, "No recovery passphrase given: give it on "
-                                                 "the terminal or with --unlock-key-file F.");
-                }
         } else {
                 r = cli_read_current_pin(c, &t, &pin);
                 if (r >= 0 && !c->no_pin) {

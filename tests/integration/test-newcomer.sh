@@ -452,4 +452,37 @@ dry_run_changes_nothing() {
         [ "$(head -c 16M "$WORK/disk.img" | sha256sum)" = "$before" ]
 }
 
+# After a PCR change reseal asks for the recovery passphrase, not the PIN,
+# and proves it before the new PIN is asked (a mistyped one ends it there).
+test_case reseal_after_pcr_change_asks_recovery_passphrase
+reseal_after_pcr_change_asks_recovery_passphrase() {
+        setup_enrolled
+        pcr7_extend
+        answer "$ANY_PROMPT" "not the passphrase" 5678 5678 -- "$TPMGUARD" reseal "$WORK/disk.img"
+        [ "$RC" != 0 ] && [ "$PROMPTS" = 1 ]
+        tty_has "Recovery passphrase: "
+        tty_lacks "New TPM PIN"
+        tty_lacks "Current TPM PIN"
+        answer "$ANY_PROMPT" "recovery passphrase" 5678 5678 -- "$TPMGUARD" reseal "$WORK/disk.img"
+        [ "$RC" = 0 ] && [ "$PROMPTS" = 3 ]
+        tty_has "The PCR values no longer match the token's sealed policy"
+        printf '5678\n' >"$WORK/pin2"
+        pin_opens "$WORK/pin2"
+}
+
+# The package: an initrd generator recommended, tpm2-tools suggested, and a
+# README.Debian with the first-run path whose commands exist (docs-agree
+# checks its options).
+test_case package_recommends_and_readme_debian
+package_recommends_and_readme_debian() {
+        WORK=$(mktemp -d "${TMPDIR:-/tmp}/tpmguard-test.XXXXXX")
+        local control=$TPMGUARD_SRC/debian/control readme=$TPMGUARD_SRC/debian/README.Debian
+        sed -n '/^Package: tpmguard$/,/^$/p' "$control" | tr '\n' ' ' | grep -q 'Recommends:[^:]*cryptsetup-initramfs | dracut'
+        sed -n '/^Package: tpmguard$/,/^$/p' "$control" | grep -q '^Suggests:.*tpm2-tools'
+        local cmd
+        for cmd in doctor provision enroll; do
+                grep -q "tpmguard $cmd" "$readme" || { echo "# README.Debian lacks tpmguard $cmd" >&2; return 1; }
+        done
+}
+
 run_cases
