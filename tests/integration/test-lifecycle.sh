@@ -132,7 +132,7 @@ reseal_after_pcr_change_asks_recovery_passphrase() {
                 7:sha256=0000000000000000000000000000000000000000000000000000000000000001
         local rc=0 line
         line=$("$TPMGUARD_SRC/tests/integration/pty-answer" --prompt '(PIN|passphrase): ' --log "$WORK/tty.log" \
-                "$(cat "$WORK/pin")" "$(cat "$WORK/pin")" "$(cat "$WORK/recovery.key")" -- \
+                "$(cat "$WORK/recovery.key")" "$(cat "$WORK/pin")" "$(cat "$WORK/pin")" -- \
                 "$TPMGUARD" reseal "$WORK/disk.img") || rc=$?
         echo "# reseal on a terminal: exit $rc, $line" >&2
         [ "$rc" = 0 ] || { sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
