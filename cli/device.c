@@ -27,13 +27,53 @@ static bool is_tag(const char *s) {
         return false;
 }
 
-static int tag_resolve(const char *tag, const char *origin, char **ret) {
-        char *dev;
+/*
+ * How many block devices carry the tag, probed afresh (not from a stale
+ * cache); names the first two in first and second. A copy of the volume, or
+ * a decoy an attacker plugged in, carries the same UUID: a tag that names
+ * two devices names neither, since enroll would record the decoy's volume
+ * key as this machine's (docs/design.md §9.1, volume binding).
+ */
+static unsigned tag_count(const char *tag, char *first, char *second, size_t size) {
+        _cleanup_free_ char *name = strndup(tag, (size_t) (strchr(tag, '=') - tag));
         const char *value = strchr(tag, '=') + 1;
+        blkid_cache cache = NULL;
+        blkid_dev_iterate it;
+        blkid_dev dev;
+        unsigned n = 0;
+
+        if (!name || blkid_get_cache(&cache, "/dev/null") < 0)
+                return 0;
+        if (blkid_probe_all(cache) < 0 || !(it = blkid_dev_iterate_begin(cache))) {
+                blkid_put_cache(cache);
+                return 0;
+        }
+        (void) blkid_dev_set_search(it, name, value);
+        while (blkid_dev_next(it, &dev) == 0) {
+                dev = blkid_verify(cache, dev);
+                if (!dev)
+                        continue;
+                snprintf(n == 0 ? first : second, size, "%s", blkid_dev_devname(dev));
+                if (++n >= 2)
+                        break;
+        }
+        blkid_dev_iterate_end(it);
+        blkid_put_cache(cache);
+        return n;
+}
+
+static int tag_resolve(const char *tag, const char *origin, char **ret) {
+        char first[256] = "", second[256] = "";
+        const char *value = strchr(tag, '=') + 1;
+        char *dev;
 
         if (*value == '\0' || strlen(tag) > 256)
                 return log_error_rc(-TG_ERR_INVALID, "\"%.64s\"%s is not a valid tag (UUID=..., PARTUUID=...).", tag,
                                     origin ?: "");
+        if (tag_count(tag, first, second, sizeof first) >= 2)
+                return log_error_rc(-TG_ERR_INVALID, "%s%s names more than one block device (%s and %s): a copy of "
+                                    "the volume, or a decoy, carries the same identifier. Name the device by its "
+                                    "path, after checking which one is yours.", tag, origin ?: "", first, second);
         dev = blkid_evaluate_tag(tag, NULL, NULL);
         if (!dev)
                 return log_error_rc(-TG_ERR_NOT_FOUND, "No block device has %s%s ('lsblk -o NAME,UUID,PARTUUID' "

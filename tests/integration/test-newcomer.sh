@@ -369,7 +369,7 @@ device_names_and_status_listing() {
                 >"$WORK/crypttab"
         export TPMGUARD_CRYPTTAB=$WORK/crypttab
         # The loop device goes with the case, whatever happens in it.
-        trap 'losetup -d "$(cat "$WORK/loop")"; tpm_teardown' EXIT
+        trap 'while read -r l; do losetup -d "$l"; done <"$WORK/loop"; tpm_teardown' EXIT
         expect_exit 0 "$TPMGUARD" status "UUID=$uuid"
         expect_in "token 0: keyslot 1" "$OUT"
         expect_exit 0 "$TPMGUARD" status cryptnewcomer
@@ -390,6 +390,13 @@ c = {e["name"]: e for e in o["crypttab"]}
 assert c["cryptnewcomer"]["tpmguard"] is True and c["cryptnewcomer"]["resolved"] == sys.argv[2], o
 assert c["other"]["resolved"] is None and c["other"]["tpmguard"] is False, o
 PY
+        # A copy of the volume (or a decoy) with the same UUID: the UUID names neither.
+        cp "$WORK/disk.img" "$WORK/copy.img"
+        losetup --find --show "$WORK/copy.img" >>"$WORK/loop"
+        expect_exit 2 "$TPMGUARD" status "UUID=$uuid"
+        expect_in "names more than one block device" "$ERR"
+        losetup -d "$(tail -n1 "$WORK/loop")"
+        sed -i '$d' "$WORK/loop"
         # A crypttab name works for the commands that change the volume too.
         printf '5678\n' >"$WORK/pin2"
         expect_exit 0 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" cryptnewcomer
