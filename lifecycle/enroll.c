@@ -20,6 +20,7 @@
 #include "interrupt.h"
 #include "keyslot-change.h"
 #include "keyslot-owner.h"
+#include "label.h"
 #include "log.h"
 #include "luks.h"
 #include "marker-resolve.h"
@@ -254,16 +255,18 @@ int tg_enroll_plan_wipe(const char *device, const char *wipe_slot, tg_enroll_opt
                                             "Replace it with 'tpmguard enroll --wipe-slot tpmguard %s'. Nothing was "
                                             "changed.", device, first, slot, device);
                 /* The recovery passphrase is what survives a cleared TPM, a firmware update that changes
-                 * every PCR, a new mainboard: never wipe the only one. */
+                 * every PCR, a new mainboard: never wipe the only one. Another token's keyslot (a
+                 * systemd-tpm2 or FIDO2 one) or a kept old token's is no such way in. */
                 for (int k = 0; k < tg_luks_keyslots_max(); k++)
-                        if (k != slot && tg_luks_keyslot_active(cd, k))
+                        if (k != slot && tg_luks_keyslot_active(cd, k) && !tg_luks_keyslot_used_by_token(cd, k, -1) &&
+                            !tg_luks_keyslot_is_kept(cd, k))
                                 others++;
                 if (others == 0)
-                        return log_error_rc(-TG_ERR_INVALID, "--wipe-slot %d: keyslot %d is the only other way into %s. "
-                                            "Without it the TPM would be the only key, and a cleared TPM, a firmware "
-                                            "update or a new mainboard would lose the data. Add a recovery key first "
-                                            "('tpmguard recovery-key %s'). Nothing was changed.", slot, slot, device,
-                                            device);
+                        return log_error_rc(-TG_ERR_INVALID, "--wipe-slot %d: keyslot %d is the only passphrase of %s "
+                                            "(every other keyslot belongs to a token). Without it a device would be "
+                                            "the only key, and a cleared TPM, a firmware update or a new mainboard "
+                                            "would lose the data. Add a recovery key first ('tpmguard recovery-key "
+                                            "%s'). Nothing was changed.", slot, slot, device, device);
                 options->wipe.destroy = true;
                 options->wipe.destroy_keyslot = slot;
                 return 0;

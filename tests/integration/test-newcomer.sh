@@ -340,8 +340,18 @@ wipe_slot_never_the_only_passphrase() {
         printf '1234\n' >"$WORK/pin"
         answer "$ANY_PROMPT" "recovery passphrase" 1234 1234 -- "$TPMGUARD" enroll --wipe-slot 0 "$WORK/disk.img"
         [ "$RC" = 2 ] && [ "$PROMPTS" = 0 ]
-        tty_has "keyslot 0 is the only other way into"
+        tty_has "keyslot 0 is the only passphrase of"
         tty_has "tpmguard recovery-key"
+        # Another token's keyslot (here a stand-in for a systemd-tpm2 or FIDO2 one) is no passphrase.
+        head -c 32 /dev/urandom >"$WORK/other.key"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --new-key-slot 3 \
+                --key-file "$WORK/recovery.key" "$WORK/disk.img" "$WORK/other.key"
+        printf '{"type":"x-other-token","keyslots":["3"]}' >"$WORK/other.json"
+        cryptsetup token import --token-id 5 --json-file "$WORK/other.json" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" enroll --wipe-slot 0 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "keyslot 0 is the only passphrase of" "$ERR"
+        cryptsetup token remove --token-id 5 "$WORK/disk.img"
+        cryptsetup luksKillSlot --batch-mode "$WORK/disk.img" 3
         # With a second passphrase, keyslot 0 goes once the new token is in.
         printf 'second passphrase' >"$WORK/second.key"
         cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 --key-file "$WORK/recovery.key" \
