@@ -20,8 +20,8 @@
  * passphrase or recovery key), else the tpmguard token with its PIN, else
  * (no tpmguard token) a passphrase typed on the terminal.
  */
-static int passphrase_auth_from_cli(const cli *c, const char *prompt, tg_passphrase_auth *auth, tg_secret **ret_pin,
-                                    tg_secret **ret_passphrase) {
+static int passphrase_auth_from_cli(const cli *c, const tg_config *config, const char *prompt, tg_passphrase_auth *auth,
+                                    tg_secret **ret_pin, tg_secret **ret_passphrase) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         _cleanup_secret_ tg_secret *pin = NULL, *passphrase = NULL;
         bool has_token = false;
@@ -42,14 +42,21 @@ static int passphrase_auth_from_cli(const cli *c, const char *prompt, tg_passphr
                 for (int id = 0; id < tg_luks_tokens_max() && !has_token; id++)
                         has_token = tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE);
                 if (has_token || c->token != CRYPT_ANY_TOKEN) {
-                        r = cli_read_token_pin(c, &pin);
+                        /* The TPM, the PCRs and the PIN (proven by an unseal) before a new secret is asked. */
+                        r = tg_lifecycle_check(config, c->args[0], c->token, NULL, cli_ask_current_pin, (void *) c, &pin);
                         if (r < 0)
                                 return r;
                 } else {
+                        r = tg_luks_check_writable(c->args[0]);
+                        if (r < 0)
+                                return r;
                         r = tg_passphrase_read(NULL, prompt, false, &passphrase);
                         if (r < 0)
                                 return log_error_rc(r, "%s has no tpmguard token: authorize with an existing passphrase "
                                                     "(terminal, or --unlock-key-file F).", c->args[0]);
+                        r = tg_luks_passphrase_check(cd, c->args[0], passphrase);
+                        if (r < 0)
+                                return r;
                 }
         }
         auth->pin = pin;
@@ -70,7 +77,7 @@ int cmd_recovery_key(const cli *c, tg_config *config) {
         tg_passphrase_result res;
         int r;
 
-        r = passphrase_auth_from_cli(c, "Current passphrase or recovery key: ", &auth, &pin, &passphrase);
+        r = passphrase_auth_from_cli(c, config, "Current passphrase or recovery key: ", &auth, &pin, &passphrase);
         if (r < 0)
                 return r;
         r = tg_recovery_key_enroll(config, c->args[0], &auth, c->replace, show_recovery_key, NULL, &res);
@@ -90,12 +97,15 @@ int cmd_passwd(const cli *c, tg_config *config) {
         tg_passphrase_result res;
         int r;
 
-        r = passphrase_auth_from_cli(c, "Current passphrase: ", &auth, &pin, &passphrase);
+        r = passphrase_auth_from_cli(c, config, "Current passphrase: ", &auth, &pin, &passphrase);
         if (r < 0)
                 return r;
-        r = tg_passphrase_read(c->new_passphrase_file, "New passphrase: ", true, &new_passphrase);
+        r = tg_passphrase_read_new(c->new_passphrase_file, "New passphrase: ", 1, NULL, &new_passphrase);
+        if (r == -TG_ERR_CANCELLED)
+                return log_error_rc(r, "No new passphrase given (terminal, or --new-passphrase-file F). Nothing was "
+                                    "changed.");
         if (r < 0)
-                return log_error_rc(r, "No new passphrase given (terminal, or --new-passphrase-file F).");
+                return r;
         r = tg_passphrase_change(config, c->args[0], &auth, c->keyslot, new_passphrase, &res);
         if (r < 0)
                 return log_error_rc(r, "Changing the passphrase failed: %s.", tg_err_str(r));

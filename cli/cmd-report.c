@@ -15,6 +15,7 @@
 #include "log.h"
 #include "sanitize.h"
 #include "status.h"
+#include "volumes.h"
 #include "util.h"
 
 /*
@@ -95,6 +96,21 @@ int cmd_status(const cli *c, tg_config *config) {
         _cleanup_(json_object_putp) json_object *status = NULL;
         int r;
 
+        if (c->n_args > 1)
+                return log_error_rc(-TG_ERR_INVALID, "status takes at most one device. See 'tpmguard status --help'.");
+        /* No device: the machine's tpmguard volumes, and the crypttab lines that name one. */
+        if (c->n_args == 0) {
+                r = tg_volumes_list(cli_crypttab_path(c), &status);
+                if (r >= 0)
+                        r = tg_json_sanitize_strings(status);
+                if (r < 0)
+                        return r;
+                if (c->json)
+                        cli_json_print(status);
+                else
+                        tg_volumes_print(status, stdout);
+                return 0;
+        }
         r = tg_status(config, c->args[0], &status);
         if (r < 0)
                 return r;

@@ -3,6 +3,7 @@
  * The token commands: enroll, seal, migrate, change-pin, rotate, reseal,
  * remove, cleanup, bind.
  */
+#include <limits.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -12,14 +13,17 @@
 #include "error.h"
 #include "cleanup.h"
 #include "enroll.h"
+#include "keyslot-owner.h"
 #include "lifecycle.h"
 #include "migrate.h"
+#include "pending-marker.h"
 #include "token-ops.h"
 #include "log.h"
 #include "luks.h"
 #include "pin.h"
 #include "prompt.h"
 #include "seal.h"
+#include "secureboot.h"
 #include "token.h"
 #include "util.h"
 #include "verify.h"
@@ -45,28 +49,25 @@ static int check_no_pin_allowed(const cli *c, const tg_config *config) {
         return 0;
 }
 
-/* A new PIN, asked twice on a terminal (or read from file), at least pin_min_length bytes. */
+/* A new PIN, asked twice on a terminal (again when mistyped) or read from a file, at least pin_min_length bytes. */
 static int read_new_pin(const tg_config *config, const char *file, tg_secret **ret) {
         _cleanup_secret_ tg_secret *pin = NULL;
+        char rule[PATH_MAX + 32];
         int r;
 
-        r = tg_pin_read(file, "New TPM PIN: ", true, &pin);
+        snprintf(rule, sizeof rule, "pin_min_length in %s", config->path ?: "tpmguard.conf");
+        r = tg_pin_read_new(file, "New TPM PIN: ", config->pin_min_length, rule, &pin);
         if (r == -TG_ERR_CANCELLED)
                 return log_error_rc(r, "No PIN given (an empty PIN is no PIN).%s",
                                     config->allow_no_pin ? " Use --no-pin to seal without one." : "");
         if (r < 0)
                 return r;
-        if (pin->size < config->pin_min_length)
-                return log_error_rc(-TG_ERR_INVALID, "The PIN has %zu characters; at least %u are required "
-                                    "(pin_min_length in %s).", pin->size, config->pin_min_length,
-                                    config->path ?: "tpmguard.conf");
         *ret = TAKE_PTR(pin);
         return 0;
 }
 
-static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_params *p,
-                                tg_pcr_values *explicit_values, tg_secret **ret_pin, tg_secret **ret_owner_auth) {
-        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
+/* The new seal's policy from the command line and tpmguard.conf: no secret is read here. */
+static int seal_policy_from_cli(const cli *c, const tg_config *config, tg_seal_params *p, tg_pcr_values *explicit_values) {
         int r;
 
         *p = (tg_seal_params) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask,
@@ -88,11 +89,16 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
                         return log_error_rc(-TG_ERR_INVALID, "--pcr gives a value for a PCR that --pcrs does not select.");
                 p->explicit_values = explicit_values;
         }
-        if (c->no_pin) {
-                r = check_no_pin_allowed(c, config);
-                if (r < 0)
-                        return r;
-        } else {
+        return c->no_pin ? check_no_pin_allowed(c, config) : 0;
+}
+
+/* The new seal's secrets: the new PIN (unless --no-pin) and the owner password when a file names it. */
+static int seal_secrets_from_cli(const cli *c, const tg_config *config, tg_seal_params *p, tg_secret **ret_pin,
+                                 tg_secret **ret_owner_auth) {
+        _cleanup_secret_ tg_secret *pin = NULL, *owner = NULL;
+        int r;
+
+        if (!c->no_pin) {
                 r = read_new_pin(config, c->pin_file, &pin);
                 if (r < 0)
                         return r;
@@ -110,35 +116,118 @@ static int seal_params_from_cli(const cli *c, const tg_config *config, tg_seal_p
 }
 
 /*
- * What enroll and migrate read before they touch the volume: the volume's
- * passphrase (a key file or PROMPT), the new seal's policy and secrets from
- * the command line and tpmguard.conf (seal_params_from_cli), and the
- * endorsement password if a file names it. O points at the secrets, which
- * the caller's cleanup wipes.
+ * What enroll and migrate read before they touch the volume, cheap checks
+ * first: the new seal's policy (command line, tpmguard.conf) and the
+ * endorsement password if a file names it; then the volume, the TPM and
+ * the PCRs (tg_enroll_check), so that a missing device, a LUKS1 or read-only
+ * volume or an absent TPM is named before any secret is typed; then the
+ * volume's passphrase (a key file or the terminal), proven on the volume
+ * before the new PIN is asked; last the new PIN. O points at the secrets,
+ * which the caller's cleanup wipes.
  */
 static int enroll_inputs_from_cli(const cli *c, const tg_config *config, const char *prompt, tg_enroll_options *o,
                                   tg_pcr_values *explicit_values, tg_secret **ret_unlock, tg_secret **ret_pin,
                                   tg_secret **ret_owner_auth, tg_secret **ret_endorsement_auth) {
         _cleanup_secret_ tg_secret *unlock = NULL, *pin = NULL, *owner = NULL, *eauth = NULL;
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
         int r;
 
-        if (c->unlock_key_file)
-                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
-        else
-                r = tg_pin_read(NULL, prompt, false, &unlock);
-        if (r < 0)
-                return r;
-        r = seal_params_from_cli(c, config, &o->seal, explicit_values, &pin, &owner);
+        r = seal_policy_from_cli(c, config, &o->seal, explicit_values);
         if (r < 0)
                 return r;
         r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
         if (r < 0)
                 return r;
         o->endorsement_auth = eauth;
+        r = tg_enroll_check(config, c->args[0], o);
+        if (r < 0)
+                return r;
+        if ((o->seal.pcr_mask & (1u << 7)) && tg_secure_boot_weakness())
+                log_warning("Sealing to PCR 7, but %s: PCR 7 then binds almost nothing (any boot loader and kernel "
+                            "give the same value), and only the PIN protects the volume. Turn Secure Boot on, then "
+                            "'tpmguard reseal %s' (docs/hardware.md, \"Which PCRs to seal to\").",
+                            tg_secure_boot_weakness(), c->args[0]);
+
+        if (c->unlock_key_file)
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+        else
+                r = tg_passphrase_read(NULL, prompt, false, &unlock);
+        if (r < 0)
+                return r;
+        /* A mistyped passphrase is named now, not after the new PIN was typed twice. */
+        r = tg_luks_open(c->args[0], &cd);
+        if (r >= 0)
+                r = tg_luks_passphrase_check(cd, c->args[0], unlock);
+        if (r < 0)
+                return r;
+
+        r = seal_secrets_from_cli(c, config, &o->seal, &pin, &owner);
+        if (r < 0)
+                return r;
         *ret_unlock = TAKE_PTR(unlock);
         *ret_pin = TAKE_PTR(pin);
         *ret_owner_auth = TAKE_PTR(owner);
         *ret_endorsement_auth = TAKE_PTR(eauth);
+        return 0;
+}
+
+/* Whether the PCR policy of t holds now (this boot's verification cache when warm); -1 when unknown. */
+static int token_pcrs_hold(const tg_config *config, const tg_token *t) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        bool satisfied = true;
+
+        if (t->pcr_mask == 0)
+                return 1;
+        if (tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v) < 0 ||
+            tg_token_policy_satisfied(v, t, &satisfied) < 0)
+                return -1;
+        return satisfied;
+}
+
+/*
+ * --dry-run: what enroll would change, after the same checks it makes before
+ * any secret (the volume, the TPM, the PCRs, --wipe-slot); nothing is asked,
+ * nothing is written.
+ */
+static int enroll_dry_run(const cli *c, const tg_config *config, tg_enroll_options *o) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        _cleanup_secret_ tg_secret *eauth = NULL;
+        tg_pcr_values explicit_values;
+        char pcrs[96];
+        int keyslot, r;
+
+        r = seal_policy_from_cli(c, config, &o->seal, &explicit_values);
+        if (r < 0)
+                return r;
+        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o->endorsement_auth = eauth;
+        r = tg_enroll_check(config, c->args[0], o);
+        if (r < 0)
+                return r;
+        r = tg_luks_open(c->args[0], &cd);
+        if (r < 0)
+                return r;
+        keyslot = o->keyslot >= 0 ? o->keyslot : tg_luks_keyslot_free(cd, c->args[0]);
+        if (keyslot < 0)
+                return keyslot;
+        tg_pcr_list_format(o->seal.pcr_mask, pcrs, sizeof pcrs);
+        printf("Dry run: nothing was asked or changed. enroll %s would:\n", c->args[0]);
+        printf("  add keyslot %d with a new random secret, sealed to %s PCRs %s (%s) and %s\n", keyslot,
+               tg_pcr_bank_to_string(o->seal.pcr_bank), pcrs[0] ? pcrs : "(none)",
+               o->seal.explicit_values ? "the given values" : "their current values",
+               c->no_pin ? "no PIN" : "a new PIN");
+        if (o->wipe.replace)
+                printf("  write its token over tpmguard token %d, then destroy that token's keyslot %d\n",
+                       o->wipe.replace_token, o->wipe.replace_keyslot);
+        else
+                printf("  add a tpmguard token for it\n");
+        for (int id = 0; id < 32; id++)
+                if (o->wipe.remove_tokens & (1u << id))
+                        printf("  remove tpmguard token %d (and its keyslot, if tpmguard recorded it as its own)\n", id);
+        if (o->wipe.destroy)
+                printf("  destroy keyslot %d\n", o->wipe.destroy_keyslot);
         return 0;
 }
 
@@ -149,6 +238,12 @@ int cmd_enroll(const cli *c, tg_config *config) {
         char pcrs[96];
         int keyslot, token, r;
 
+        /* A second tpmguard token is refused unless --wipe-slot replaces the first: before any secret. */
+        r = tg_enroll_plan_wipe(c->args[0], c->wipe_slot, &o);
+        if (r < 0)
+                return r;
+        if (c->dry_run)
+                return enroll_dry_run(c, config, &o);
         r = enroll_inputs_from_cli(c, config, "Existing passphrase of the volume: ", &o, &explicit_values, &unlock,
                                    &pin, &owner, &eauth);
         if (r < 0)
@@ -166,8 +261,15 @@ int cmd_enroll(const cli *c, tg_config *config) {
         if (r < 0)
                 return log_error_rc(r, "Enrollment failed: %s. The volume is unchanged.", tg_err_str(r));
         tg_pcr_list_format(o.seal.pcr_mask, pcrs, sizeof pcrs);
-        printf("Enrolled %s: keyslot %d, token %d, %s PCRs %s, %s.\n", c->args[0], keyslot, token,
+        printf("Enrolled %s: keyslot %d, token %d, %s PCRs %s, %s", c->args[0], keyslot, token,
                tg_pcr_bank_to_string(o.seal.pcr_bank), pcrs[0] ? pcrs : "(none)", pin ? "PIN" : "no PIN");
+        if (o.wipe.replace)
+                printf("; it replaces the old token %d (keyslot %d)", o.wipe.replace_token, o.wipe.replace_keyslot);
+        if (o.wipe.remove_tokens)
+                printf("; the other old tpmguard tokens were removed");
+        if (o.wipe.destroy)
+                printf("; keyslot %d was destroyed", o.wipe.destroy_keyslot);
+        printf(".\n");
         return 0;
 }
 
@@ -275,7 +377,10 @@ int cmd_seal(const cli *c, tg_config *config) {
         r = tg_secret_read_file(c->secret_file, 8192, &secret);
         if (r < 0)
                 return r;
-        r = seal_params_from_cli(c, config, &p, &explicit_values, &pin, &owner);
+        r = seal_policy_from_cli(c, config, &p, &explicit_values);
+        if (r < 0)
+                return r;
+        r = seal_secrets_from_cli(c, config, &p, &pin, &owner);
         if (r < 0)
                 return r;
         r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
@@ -322,12 +427,15 @@ int cmd_change_pin(const cli *c, tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
-        r = cli_read_token_pin(c, &pin);
+        /* The volume, the TPM, the PCRs and the current PIN (proven by an unseal) before the new PIN. */
+        r = tg_lifecycle_check(config, c->args[0], c->token, "change-pin", cli_ask_current_pin, (void *) c, &pin);
         if (r < 0)
                 return r;
         r = read_new_pin(config, c->new_pin_file, &new_pin);
-        if (r < 0)
+        if (r == -TG_ERR_CANCELLED)
                 return log_error_rc(r, "No new PIN set (terminal, or --new-pin-file F). Nothing was changed.");
+        if (r < 0)
+                return r;
         r = tg_change_pin(config, c->args[0], c->token, pin, new_pin, &res);
         if (r < 0)
                 return log_error_rc(r, "Changing the PIN failed: %s.", tg_err_str(r));
@@ -336,11 +444,90 @@ int cmd_change_pin(const cli *c, tg_config *config) {
         return 0;
 }
 
+/*
+ * --dry-run of rotate, reseal and remove: the token they would act on and
+ * what would happen to it and its keyslot, read from the header without
+ * resolving interrupted operations (a real run resolves them first) and
+ * without any secret; nothing is written.
+ */
+static int token_dry_run(const cli *c, const tg_config *config, const char *operation) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        char policy[128], pcrs[96];
+        tg_token t, sealed;
+        bool valid;
+        int id, free_slot, holds, r;
+
+        r = tg_luks_open(c->args[0], &cd);
+        if (r < 0)
+                return r;
+        r = tg_lifecycle_select_token(cd, c->args[0], c->token, strcmp(operation, "remove") == 0, &id, &t, &valid);
+        if (r < 0)
+                return r;
+        tg_token_policy_format(&t, policy, sizeof policy);
+        printf("Dry run: nothing was asked or changed. %s %s would:\n", operation, c->args[0]);
+        for (int m = 0; m < tg_luks_tokens_max(); m++)
+                if (tg_luks_token_has_type(cd, m, TG_PENDING_TOKEN_TYPE))
+                        printf("  first resolve the interrupted operation in token %d ('tpmguard status' shows it)\n", m);
+        if (strcmp(operation, "remove") == 0) {
+                if (!tg_luks_keyslot_active(cd, t.keyslot))
+                        printf("  remove token %d (it has no keyslot)\n", id);
+                else if (tg_luks_keyslot_referenced(cd, t.keyslot, id))
+                        printf("  remove token %d, keep keyslot %d (another token uses it)\n", id, t.keyslot);
+                else if (!tg_keyslot_owned(config->state_dir, cd, t.keyslot))
+                        printf("  remove token %d, keep keyslot %d (not one tpmguard recorded as its own)\n", id,
+                               t.keyslot);
+                else if (crypt_keyslot_status(cd, t.keyslot) == CRYPT_SLOT_ACTIVE_LAST)
+                        printf("  refuse: keyslot %d of token %d is the volume's last keyslot\n", t.keyslot, id);
+                else
+                        printf("  destroy keyslot %d, then remove token %d (%s)\n", t.keyslot, id, policy);
+                explicit_bzero(&t, sizeof t);
+                return 0;
+        }
+        free_slot = tg_luks_keyslot_free(cd, c->args[0]);
+        holds = token_pcrs_hold(config, &t);
+        if (strcmp(operation, "rotate") == 0) {
+                if (holds == 0)
+                        printf("  refuse: the PCR values no longer satisfy token %d's policy (reseal it first)\n", id);
+                else
+                        printf("  move token %d (%s) from keyslot %d to a new keyslot %d with a new random secret, "
+                               "then destroy keyslot %d%s\n", id, policy, t.keyslot, free_slot, t.keyslot,
+                               t.pin ? "; it asks for the current PIN" : "");
+                explicit_bzero(&t, sizeof t);
+                return 0;
+        }
+        /* reseal: the new policy from the command line or tpmguard.conf, never from the token. */
+        sealed = (tg_token) { .pcr_bank = config->pcr_bank, .pcr_mask = config->pcr_mask, .pin = !c->no_pin };
+        if (c->pcr_bank && tg_pcr_bank_from_string(c->pcr_bank, &sealed.pcr_bank) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcr-bank: unknown bank \"%s\".", c->pcr_bank);
+        if (c->pcrs && tg_pcr_list_parse(c->pcrs, &sealed.pcr_mask) < 0)
+                return log_error_rc(-TG_ERR_INVALID, "--pcrs: \"%s\" is not a list like 7 or 0,2,7.", c->pcrs);
+        tg_pcr_list_format(sealed.pcr_mask, pcrs, sizeof pcrs);
+        tg_token_policy_format(&sealed, policy, sizeof policy);
+        if (c->unlock_key_file || holds == 0)
+                printf("  seal token %d to %s (PCRs %s at %s), authorized by %s, in a new keyslot %d; then destroy "
+                       "keyslot %d\n", id, policy, pcrs[0] ? pcrs : "(none)",
+                       c->n_pcr_values ? "the given values" : "their current values",
+                       c->unlock_key_file ? "--unlock-key-file" : "the recovery passphrase (the PCRs changed, no PIN "
+                       "can unseal it)", free_slot, t.keyslot);
+        else
+                printf("  seal token %d to %s (PCRs %s at %s), authorized by its current PIN, in keyslot %d%s\n", id,
+                       policy, pcrs[0] ? pcrs : "(none)", c->n_pcr_values ? "the given values" : "their current values",
+                       t.keyslot, t.version < 2 && t.pin ? " (a format 1 token moves to a new keyslot)" : "");
+        explicit_bzero(&t, sizeof t);
+        return 0;
+}
+
 int cmd_rotate(const cli *c, tg_config *config) {
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_lifecycle_result res;
         int r;
 
+        if (c->dry_run)
+                return token_dry_run(c, config, "rotate");
+        /* The volume, the TPM and the PCRs before the PIN is asked. */
+        r = tg_lifecycle_check(config, c->args[0], c->token, "rotate", NULL, NULL, NULL);
+        if (r < 0)
+                return r;
         r = cli_read_token_pin(c, &pin);
         if (r < 0)
                 return r;
@@ -368,6 +555,17 @@ static bool reseal_pin_can_work(const tg_config *config, const tg_token *t) {
         return satisfied;
 }
 
+/* A mistyped recovery passphrase is named before the new PIN is asked. */
+static int reseal_passphrase_check(const char *device, const tg_secret *passphrase) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        int r;
+
+        r = tg_luks_open(device, &cd);
+        if (r >= 0)
+                r = tg_luks_passphrase_check(cd, device, passphrase);
+        return r < 0 ? r : 0;
+}
+
 /*
  * reseal: the new policy comes from the command line, else tpmguard.conf —
  * never from the old token, whose fields an attacker can edit (docs/design.md §9.1).
@@ -383,6 +581,8 @@ int cmd_reseal(const cli *c, tg_config *config) {
         char policy[128];
         int r;
 
+        if (c->dry_run)
+                return token_dry_run(c, config, "reseal");
         p.pcr_bank = config->pcr_bank;
         p.pcr_mask = config->pcr_mask;
         p.allow_unextended = c->allow_unextended || config->allow_unextended_pcrs;
@@ -409,29 +609,31 @@ int cmd_reseal(const cli *c, tg_config *config) {
         if (r < 0)
                 return r;
         if (c->unlock_key_file) {
-                /* Authorized by a passphrase: the token's PIN is not needed, the new one is asked twice. */
-                if (!c->no_pin)
-                        r = read_new_pin(config, c->pin_file, &new_pin);
+                /* Authorized by a passphrase, proven on the volume before the new PIN is asked (twice). */
+                r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
                 if (r >= 0)
-                        r = tg_secret_read_file(c->unlock_key_file, 8192, &unlock);
+                        r = reseal_passphrase_check(c->args[0], unlock);
+                if (r >= 0 && !c->no_pin)
+                        r = read_new_pin(config, c->pin_file, &new_pin);
         } else if (!reseal_pin_can_work(config, &t)) {
                 /*
                  * The PCRs changed since the seal (the usual reason to reseal): no PIN can unseal
                  * the token, so none is asked for. The recovery passphrase authorizes instead,
-                 * from the terminal; the new PIN (--pin-file, or asked twice) seals the new token.
+                 * from the terminal, proven on the volume first; then the new PIN (--pin-file, or
+                 * asked twice) seals the new token.
                  */
                 log_notice("The PCR values no longer match the token's sealed policy, so its PIN cannot authorize "
                            "the reseal: authorize it with the recovery passphrase (or --unlock-key-file F).%s",
                            t.n_alt > 0 ? " The token holds an update seal of 'tpmguard update prepare': "
                            "'tpmguard update finish' binds it to these values with the PIN alone." : "");
-                if (!c->no_pin)
+                r = tg_passphrase_read(NULL, "Recovery passphrase: ", false, &unlock);
+                if (r < 0)
+                        r = log_error_rc(-TG_ERR_PCR_MISMATCH, "No recovery passphrase given: give it on "
+                                         "the terminal or with --unlock-key-file F.");
+                if (r >= 0)
+                        r = reseal_passphrase_check(c->args[0], unlock);
+                if (r >= 0 && !c->no_pin)
                         r = read_new_pin(config, c->pin_file, &new_pin);
-                if (r >= 0) {
-                        r = tg_passphrase_read(NULL, "Recovery passphrase: ", false, &unlock);
-                        if (r < 0)
-                                r = log_error_rc(-TG_ERR_PCR_MISMATCH, "No recovery passphrase given: give it on "
-                                                 "the terminal or with --unlock-key-file F.");
-                }
         } else {
                 r = cli_read_current_pin(c, &t, &pin);
                 if (r >= 0 && !c->no_pin) {
@@ -465,6 +667,8 @@ int cmd_remove(const cli *c, tg_config *config) {
         tg_lifecycle_result res;
         int r;
 
+        if (c->dry_run)
+                return token_dry_run(c, config, "remove");
         r = tg_remove(config, c->args[0], c->token, &res);
         if (r < 0)
                 return log_error_rc(r, "Removal failed: %s.", tg_err_str(r));

@@ -286,8 +286,8 @@ int cmd_lockout(const cli *c, tg_config *config) {
         if (strcmp(c->args[0], "export") == 0) {
                 _cleanup_free_ char *hex = NULL;
 
-                if (c->json || c->lockout_auth_file || c->endorsement_auth_file)
-                        return log_error_rc(-TG_ERR_INVALID, "lockout export takes no options.");
+                if (c->lockout_auth_file || c->endorsement_auth_file || c->lockout_auth_copy)
+                        return log_error_rc(-TG_ERR_INVALID, "lockout export takes no options but --json.");
                 r = tg_lockout_auth_load(config->state_dir, &lauth);
                 if (r == -TG_ERR_NOT_FOUND)
                         return log_error_rc(r, "tpmguard holds no lockout password (%s/%s): the TPM's lockout "
@@ -298,7 +298,13 @@ int cmd_lockout(const cli *c, tg_config *config) {
                 r = tg_hex_encode(lauth->data, lauth->size, &hex);
                 if (r < 0)
                         return r;
-                printf("%s\n", hex);
+                if (c->json) {
+                        /* Printed here, not through json-c, whose copies of the string could not be wiped;
+                         * hex digits need no escaping. */
+                        printf("{\n  \"command\": \"lockout export\",\n  \"lockout_password_hex\": \"%s\"\n}\n", hex);
+                        cli_json_printed_set();
+                } else
+                        printf("%s\n", hex);
                 explicit_bzero(hex, strlen(hex));
                 return 0;
         }

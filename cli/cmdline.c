@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /* The parsed command line's shared helpers (see cmdline.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "cmdline.h"
 #include "error.h"
 #include "json-util.h"
@@ -9,6 +13,31 @@
 
 /* Set by a command that printed its own JSON object (--json), success or not. */
 static bool json_printed;
+
+/* --json: the error lines that went to standard error, for main's failure object (bounded). */
+static char diagnostic[4096];
+
+static void diagnostic_sink(int level, const char *message, _unused_ void *userdata) {
+        size_t used = strlen(diagnostic);
+
+        fprintf(stderr, "tpmguard: %s\n", message);
+        /* Warnings and notices stay on stderr only: the object carries what failed. */
+        if (level > LOG_ERR || used + 2 >= sizeof diagnostic)
+                return;
+        snprintf(diagnostic + used, sizeof diagnostic - used, "%s%s", used ? "\n" : "", message);
+}
+
+void cli_diagnostics_capture(void) {
+        tg_log_set_sink(diagnostic_sink, NULL);
+}
+
+const char *cli_diagnostics(void) {
+        return diagnostic[0] ? diagnostic : NULL;
+}
+
+void cli_json_printed_set(void) {
+        json_printed = true;
+}
 
 void cli_json_print(json_object *o) {
         tg_json_print(stdout, o);
@@ -52,4 +81,13 @@ int cli_read_token_pin(const cli *c, tg_secret **ret_pin) {
                 return r;
         *ret_pin = TAKE_PTR(pin);
         return 0;
+}
+
+int cli_ask_current_pin(const tg_token *t, void *userdata, tg_secret **ret) {
+        return cli_read_current_pin(userdata, t, ret);
+}
+
+const char *cli_crypttab_path(const cli *c) {
+        /* TPMGUARD_CRYPTTAB: for tests, like TPMGUARD_CONFIG (ignored in set-user-ID programs). */
+        return c->crypttab ?: secure_getenv("TPMGUARD_CRYPTTAB") ?: "/etc/crypttab";
 }

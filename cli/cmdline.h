@@ -44,6 +44,7 @@ typedef struct cli {
         const char *new_pin_file;
         const char *old_pin_file;
         const char *new_passphrase_file;
+        const char *wipe_slot;          /* enroll: "tpmguard" or a keyslot number */
         int replace;
         uint32_t iter_time;
         bool accept_token_policy;
@@ -60,6 +61,7 @@ typedef struct cli {
         unsigned boots;                 /* update prepare --boots; 0: not given */
         bool from_marker;               /* update finish --from-marker */
         bool console;           /* totp show: also on the console and through plymouth */
+        bool dry_run;                   /* enroll, remove, rotate, reseal: say what would change, change nothing */
         char **args;
         int n_args;
 } cli;
@@ -71,6 +73,8 @@ int cli_read_optional_secret(const char *file, const char *prompt, tg_secret **r
 int cli_read_current_pin(const cli *c, const tg_token *t, tg_secret **ret);
 /* The same for the token the command names (c->args[0], c->token), peeked without changing anything. */
 int cli_read_token_pin(const cli *c, tg_secret **ret_pin);
+/* cli_read_current_pin() as tg_lifecycle_check()'s ask_pin; userdata: the const cli. */
+int cli_ask_current_pin(const tg_token *t, void *userdata, tg_secret **ret);
 
 /*
  * Prints a command's own --json object (tg_json_print) and remembers it:
@@ -80,3 +84,15 @@ int cli_read_token_pin(const cli *c, tg_secret **ret_pin);
 void cli_json_print(json_object *o);
 /* Whether the command printed its own JSON object (success or not). */
 bool cli_json_printed(void);
+/* A command that printed its JSON object itself (no json_object, e.g. a secret wiped after printing). */
+void cli_json_printed_set(void);
+
+/*
+ * --json: error messages still go to standard error, and are also kept
+ * (bounded) so that main's failure object carries the same diagnostic text.
+ */
+void cli_diagnostics_capture(void);
+/* The error lines printed so far, joined by newlines; NULL when none. */
+const char *cli_diagnostics(void);
+/* The crypttab that names volumes: --crypttab, else $TPMGUARD_CRYPTTAB (tests), else /etc/crypttab. */
+const char *cli_crypttab_path(const cli *c);

@@ -51,21 +51,23 @@ static int crypttab_device_path(const char *spec, char **ret) {
         return *ret ? 0 : -TG_ERR_NOMEM;
 }
 
-int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
+/*
+ * The lines of a crypttab file as (name, device spec) pairs, bounded
+ * (CRYPTTAB_MAX bytes): hostile text, read only for its first two fields.
+ * each is called per line; a non-zero return stops the walk and is returned.
+ */
+static int crypttab_walk(const char *path, int (*each)(const char *name, const char *spec, const char *path,
+                                                        unsigned line, void *userdata), void *userdata) {
         _cleanup_free_ uint8_t *data = NULL;
         _cleanup_free_ char *text = NULL;
-        char **devices = NULL;
-        size_t size, n = 0;
+        size_t size;
         unsigned line = 0;
         char *l, *next;
         int r;
 
         r = tg_read_file(path, CRYPTTAB_MAX, &data, &size);
-        if (r == -TG_ERR_NOT_FOUND) {
-                *ret_devices = NULL;
-                *ret_n = 0;
+        if (r == -TG_ERR_NOT_FOUND)
                 return 0;
-        }
         if (r < 0)
                 return log_error_rc(r, "Cannot read %s.", path);
         if (memchr(data, '\0', size))
@@ -75,7 +77,7 @@ int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
                 return -TG_ERR_NOMEM;
 
         for (l = text; l; l = next) {
-                char *fields[2], *save = NULL, *dev = NULL, **grown;
+                char *fields[2], *save = NULL;
                 int nf = 0;
 
                 next = strchr(l, '\n');
@@ -89,29 +91,96 @@ int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
                 }
                 if (nf == 0)
                         continue;
-                if (nf < 2) {
-                        tg_strv_free(devices, n);
+                if (nf < 2)
                         return log_error_rc(-TG_ERR_INVALID, "%s:%u: expected \"NAME DEVICE [KEY [OPTIONS]]\".",
                                             path, line);
-                }
-                r = crypttab_device_path(fields[1], &dev);
-                if (r < 0) {
-                        tg_strv_free(devices, n);
-                        return r == -TG_ERR_NOMEM ? r
-                                                  : log_error_rc(r, "%s:%u: \"%s\" is neither a path nor "
-                                                                 "UUID=, PARTUUID=, LABEL=, PARTLABEL= or ID=.",
-                                                                 path, line, fields[1]);
-                }
-                grown = reallocarray(devices, n + 1, sizeof *devices);
-                if (!grown) {
-                        free(dev);
-                        tg_strv_free(devices, n);
-                        return -TG_ERR_NOMEM;
-                }
-                devices = grown;
-                devices[n++] = dev;
+                r = each(fields[0], fields[1], path, line, userdata);
+                if (r != 0)
+                        return r;
         }
-        *ret_devices = devices;
-        *ret_n = n;
         return 0;
+}
+
+typedef struct device_list {
+        char **devices;
+        size_t n;
+} device_list;
+
+static int add_device(_unused_ const char *name, const char *spec, const char *path, unsigned line, void *userdata) {
+        device_list *l = userdata;
+        char *dev = NULL, **grown;
+        int r;
+
+        r = crypttab_device_path(spec, &dev);
+        if (r < 0)
+                return r == -TG_ERR_NOMEM ? r
+                                          : log_error_rc(r, "%s:%u: \"%s\" is neither a path nor "
+                                                         "UUID=, PARTUUID=, LABEL=, PARTLABEL= or ID=.",
+                                                         path, line, spec);
+        grown = reallocarray(l->devices, l->n + 1, sizeof *l->devices);
+        if (!grown) {
+                free(dev);
+                return -TG_ERR_NOMEM;
+        }
+        l->devices = grown;
+        l->devices[l->n++] = dev;
+        return 0;
+}
+
+int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
+        device_list l = {};
+        int r;
+
+        r = crypttab_walk(path, add_device, &l);
+        if (r < 0) {
+                tg_strv_free(l.devices, l.n);
+                return r;
+        }
+        *ret_devices = l.devices;
+        *ret_n = l.n;
+        return 0;
+}
+
+typedef struct name_lookup {
+        const char *name;
+        char *spec;
+} name_lookup;
+
+static int match_name(const char *name, const char *spec, _unused_ const char *path, _unused_ unsigned line,
+                      void *userdata) {
+        name_lookup *q = userdata;
+
+        if (strcmp(name, q->name) != 0)
+                return 0;
+        q->spec = strdup(spec);
+        return q->spec ? 1 : -TG_ERR_NOMEM;
+}
+
+int tg_crypttab_lookup(const char *path, const char *name, char **ret_spec) {
+        name_lookup q = { .name = name };
+        int r;
+
+        r = crypttab_walk(path, match_name, &q);
+        if (r < 0)
+                return r;
+        if (r == 0)
+                return -TG_ERR_NOT_FOUND;
+        *ret_spec = q.spec;
+        return 0;
+}
+
+typedef struct entry_list {
+        int (*each)(const char *name, const char *spec, void *userdata);
+        void *userdata;
+} entry_list;
+
+static int call_each(const char *name, const char *spec, _unused_ const char *path, _unused_ unsigned line,
+                     void *userdata) {
+        entry_list *e = userdata;
+        return e->each(name, spec, e->userdata);
+}
+
+int tg_crypttab_foreach(const char *path, int (*each)(const char *name, const char *spec, void *userdata),
+                        void *userdata) {
+        return crypttab_walk(path, call_each, &(entry_list) { .each = each, .userdata = userdata });
 }

@@ -11,3 +11,8 @@
  */
 int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n);
 void tg_strv_free(char **v, size_t n);
+/* The device spec (second field, as written) of the crypttab line named name: -TG_ERR_NOT_FOUND if none. */
+int tg_crypttab_lookup(const char *path, const char *name, char **ret_spec);
+/* Calls each with every line's name and device spec, in order; a non-zero return stops and is returned. */
+int tg_crypttab_foreach(const char *path, int (*each)(const char *name, const char *spec, void *userdata),
+                        void *userdata);

@@ -32,6 +32,7 @@
 #include "pinned.h"
 #include "policy.h"
 #include "seal.h"
+#include "secureboot.h"
 #include "subprocess.h"
 #include "tpm.h"
 #include "util.h"
@@ -802,6 +803,13 @@ static void check_token(doctor *d, struct crypt_device *cd, const char *device, 
                          "the header.", device);
                 explicit_bzero(&token, sizeof token);
                 return;
+        }
+        if ((token.pcr_mask & (1u << 7)) && tg_secure_boot_weakness()) {
+                c = add_check(d, "secure-boot", subject, TG_DOCTOR_WARNING, 0, "The token binds PCR 7, but %s: PCR 7 "
+                              "then binds almost nothing (any boot loader and kernel give the same value), and only "
+                              "the PIN protects the volume.", tg_secure_boot_weakness());
+                set_next(d, c, "Turn Secure Boot on in the firmware setup (out of setup mode), boot, then 'tpmguard "
+                         "reseal %s' (docs/hardware.md, \"Which PCRs to seal to\").", device);
         }
         ks = token.keyslot >= 0 ? crypt_keyslot_status(cd, token.keyslot) : CRYPT_SLOT_INVALID;
         if (ks != CRYPT_SLOT_ACTIVE && ks != CRYPT_SLOT_ACTIVE_LAST) {

@@ -32,6 +32,8 @@
  *   volume          per LUKS2 volume (given, or from /etc/crypttab) and
  *                   tpmguard token: token valid, keyslot present, PCR policy
  *                   satisfiable with the current PCR values
+ *   secure-boot     per token that binds PCR 7: Secure Boot is on and out of
+ *                   setup mode (efivars), else PCR 7 binds almost nothing
  *   initrd          the plugin, the CLI and the pinned key are in the initrd
  *
  * Doctor reads; it never writes to the TPM's persistent state, a LUKS header

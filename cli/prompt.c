@@ -83,36 +83,66 @@ static int write_all(int fd, const char *text) {
         return 0;
 }
 
-/* Runs with echo off: asks once, or twice and compares. */
-static int tty_ask(int fd, const char *prompt, const char *what, bool confirm, tg_secret **ret) {
-        char repeat[64];
-        _cleanup_secret_ tg_secret *first = NULL, *second = NULL;
-        int r;
+/* What a new secret must be: at least min_length bytes (rule says why), typed twice alike. */
+typedef struct new_secret_rule {
+        size_t min_length;
+        const char *rule;       /* e.g. "pin_min_length in /etc/tpmguard/tpmguard.conf" */
+} new_secret_rule;
 
-        r = write_all(fd, prompt);
-        if (r < 0)
-                return r;
-        r = pin_read_line(fd, "the terminal", what, &first);
-        if (r < 0 || !confirm) {
-                if (r >= 0)
-                        *ret = TAKE_PTR(first);
-                return r;
-        }
+#define NEW_SECRET_TRIES 3
 
-        snprintf(repeat, sizeof repeat, "Repeat the %s: ", what);
-        r = write_all(fd, repeat);
-        if (r < 0)
-                return r;
-        r = pin_read_line(fd, "the terminal", what, &second);
-        if (r < 0)
-                return r;
-        if (first->size != second->size || !memeq_const(first->data, second->data, first->size))
-                return log_error_rc(-TG_ERR_INVALID, "The two %ss differ. Nothing was changed; try again.", what);
-        *ret = TAKE_PTR(first);
-        return 0;
+static int too_short(const char *what, const char *origin, size_t size, const new_secret_rule *rule) {
+        return log_error_rc(-TG_ERR_INVALID, "The %s%s%s has %zu characters; at least %zu are required%s%s%s.", what,
+                            origin ? " from " : "", origin ?: "", size, rule->min_length, rule->rule ? " (" : "",
+                            rule->rule ?: "", rule->rule ? ")" : "");
 }
 
-static int pin_read_tty(const char *prompt, const char *what, bool confirm, tg_secret **ret) {
+/*
+ * Runs with echo off: asks once, or (rule: a new secret) twice and compares.
+ * A person at the terminal who mistyped is asked again, with the rule
+ * stated, up to NEW_SECRET_TRIES times; an empty answer still cancels.
+ */
+static int tty_ask(int fd, const char *prompt, const char *what, const new_secret_rule *rule, tg_secret **ret) {
+        char repeat[64];
+        int r;
+
+        for (int attempt = 1;; attempt++) {
+                _cleanup_secret_ tg_secret *first = NULL, *second = NULL;
+
+                r = write_all(fd, prompt);
+                if (r < 0)
+                        return r;
+                r = pin_read_line(fd, "the terminal", what, &first);
+                if (r < 0 || !rule) {
+                        if (r >= 0)
+                                *ret = TAKE_PTR(first);
+                        return r;
+                }
+                if (first->size < rule->min_length)
+                        r = too_short(what, NULL, first->size, rule);
+                else {
+                        snprintf(repeat, sizeof repeat, "Repeat the %s: ", what);
+                        r = write_all(fd, repeat);
+                        if (r < 0)
+                                return r;
+                        r = pin_read_line(fd, "the terminal", what, &second);
+                        if (r == -TG_ERR_CANCELLED)
+                                return r;
+                        if (r >= 0 && (first->size != second->size ||
+                                       !memeq_const(first->data, second->data, first->size)))
+                                r = log_error_rc(-TG_ERR_INVALID, "The two %ss differ.", what);
+                        if (r >= 0) {
+                                *ret = TAKE_PTR(first);
+                                return 0;
+                        }
+                }
+                if (attempt == NEW_SECRET_TRIES)
+                        return log_error_rc(r, "No new %s after %d tries. Nothing was changed.", what, NEW_SECRET_TRIES);
+                log_notice("Try again (%d of %d).", attempt + 1, NEW_SECRET_TRIES);
+        }
+}
+
+static int pin_read_tty(const char *prompt, const char *what, const new_secret_rule *rule, tg_secret **ret) {
         _cleanup_close_ int fd = -1;
         struct termios saved, quiet;
         int r;
@@ -129,7 +159,7 @@ static int pin_read_tty(const char *prompt, const char *what, bool confirm, tg_s
         if (tcsetattr(fd, TCSAFLUSH, &quiet) < 0)
                 return log_error_rc(-TG_ERR_IO, "Cannot switch off terminal echo for the %s: %m", what);
 
-        r = tty_ask(fd, prompt, what, confirm, ret);
+        r = tty_ask(fd, prompt, what, rule, ret);
 
         /* Restore on every path; flush whatever was typed ahead while echo was off. */
         if (tcsetattr(fd, TCSAFLUSH, &saved) < 0)
@@ -137,25 +167,50 @@ static int pin_read_tty(const char *prompt, const char *what, bool confirm, tg_s
         return r;
 }
 
-static int secret_read(const char *file, const char *prompt, const char *what, bool confirm, tg_secret **ret) {
+/* A file or '-' is read once and a mistake fails at once (for scripts); the terminal forgives (tty_ask). */
+static int secret_read(const char *file, const char *prompt, const char *what, const new_secret_rule *rule,
+                       tg_secret **ret) {
+        _cleanup_secret_ tg_secret *s = NULL;
         _cleanup_close_ int fd = -1;
+        const char *origin = file;
+        int r;
 
         if (!file)
-                return pin_read_tty(prompt, what, confirm, ret);
-        if (strcmp(file, "-") == 0)
-                return pin_read_line(STDIN_FILENO, "standard input", what, ret);
-
-        fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return log_error_rc(errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO,
-                                    "Cannot open the %s file %s: %m", what, file);
-        return pin_read_line(fd, file, what, ret);
+                return pin_read_tty(prompt, what, rule, ret);
+        if (strcmp(file, "-") == 0) {
+                origin = "standard input";
+                r = pin_read_line(STDIN_FILENO, origin, what, &s);
+        } else {
+                fd = open(file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+                if (fd < 0)
+                        return log_error_rc(errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO,
+                                            "Cannot open the %s file %s: %m", what, file);
+                r = pin_read_line(fd, file, what, &s);
+        }
+        if (r < 0)
+                return r;
+        if (rule && s->size < rule->min_length)
+                return too_short(what, origin, s->size, rule);
+        *ret = TAKE_PTR(s);
+        return 0;
 }
 
+static const new_secret_rule confirm_only = { .min_length = 0 };
+
 int tg_pin_read(const char *file, const char *prompt, bool confirm, tg_secret **ret) {
-        return secret_read(file, prompt ? prompt : "PIN: ", "PIN", confirm, ret);
+        return secret_read(file, prompt ? prompt : "PIN: ", "PIN", confirm ? &confirm_only : NULL, ret);
 }
 
 int tg_passphrase_read(const char *file, const char *prompt, bool confirm, tg_secret **ret) {
-        return secret_read(file, prompt ? prompt : "Passphrase: ", "passphrase", confirm, ret);
+        return secret_read(file, prompt ? prompt : "Passphrase: ", "passphrase", confirm ? &confirm_only : NULL, ret);
+}
+
+int tg_pin_read_new(const char *file, const char *prompt, size_t min_length, const char *rule, tg_secret **ret) {
+        return secret_read(file, prompt ? prompt : "New PIN: ", "PIN",
+                           &(new_secret_rule) { .min_length = min_length, .rule = rule }, ret);
+}
+
+int tg_passphrase_read_new(const char *file, const char *prompt, size_t min_length, const char *rule, tg_secret **ret) {
+        return secret_read(file, prompt ? prompt : "New passphrase: ", "passphrase",
+                           &(new_secret_rule) { .min_length = min_length, .rule = rule }, ret);
 }

@@ -19,3 +19,13 @@ int tg_pin_read(const char *file, const char *prompt, bool confirm, tg_secret **
 /* The same for a passphrase a person types (tpmguard passwd): the same rules
  * and limits (TG_PIN_MAX bytes), messages that say "passphrase". */
 int tg_passphrase_read(const char *file, const char *prompt, bool confirm, tg_secret **ret);
+
+/*
+ * A new PIN or passphrase. From a file or "-": read once, and one shorter
+ * than min_length bytes fails at once (scripts get no retries). On the
+ * terminal: asked twice; too short (the message states min_length and rule,
+ * e.g. "pin_min_length in tpmguard.conf") or two that differ are asked again,
+ * up to 3 times. An empty answer is -TG_ERR_CANCELLED.
+ */
+int tg_pin_read_new(const char *file, const char *prompt, size_t min_length, const char *rule, tg_secret **ret);
+int tg_passphrase_read_new(const char *file, const char *prompt, size_t min_length, const char *rule, tg_secret **ret);

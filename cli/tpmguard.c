@@ -25,6 +25,7 @@
 #include "cmd-tpm.h"
 #include "cmdline.h"
 #include "config.h"
+#include "device.h"
 #include "error.h"
 #include "json-util.h"
 #include "log.h"
@@ -46,6 +47,7 @@ enum {
         OPT_EVENT_LOG, OPT_PREDICT, OPT_DB, OPT_DBX, OPT_KEK, OPT_AUTHORITY, OPT_REPLACE_VARIABLES, OPT_EFIVARS,
         OPT_BOOTS, OPT_FROM_MARKER,
         OPT_CONSOLE,
+        OPT_WIPE_SLOT, OPT_DRY_RUN,
         _OPT_MAX,
 };
 
@@ -139,6 +141,10 @@ static const struct option_doc {
                                                         "marked this boot (with DEV: remove its marker)", FLAG(from_marker) },
         [OPT_CONSOLE]          = { "console", NULL, "totp show: also on the console and through plymouth (the initrd)",
                                    FLAG(console) },
+        [OPT_WIPE_SLOT]        = { "wipe-slot", "tpmguard|N", "Replace the volume's tpmguard token(s), or destroy keyslot N, "
+                                   "once the new token is proven", STRING(wipe_slot) },
+        [OPT_DRY_RUN]          = { "dry-run", NULL, "Say what would change (keyslots, tokens, PCRs); change nothing, ask "
+                                   "nothing", FLAG(dry_run) },
 };
 
 /* Options every command takes. */
@@ -165,6 +171,12 @@ typedef struct cli_command {
 } cli_command;
 
 static const cli_command *command_find(const char *name);
+
+static void strv_freep(char ***v) {
+        for (char **p = *v; p && *p; p++)
+                free(*p);
+        free(*v);
+}
 
 static void option_print(int id) {
         const struct option_doc *d = &option_docs[id];
@@ -206,6 +218,63 @@ static void help_general(const cli_command *commands, size_t n) {
                "See tpmguard(8) for exit codes.\n");
 }
 
+/*
+ * What a bare 'tpmguard' prints: the first-run path in a screenful (the
+ * full list is 'tpmguard help'), so that a newcomer sees where to start.
+ */
+static void help_short(void) {
+        printf("Usage: tpmguard [OPTIONS] COMMAND [ARGS]\n"
+               "\n"
+               "Unlock LUKS2 volumes with a TPM, safely against TPM bus interposers.\n"
+               "\n"
+               "First steps:\n"
+               "  provision          Pin this TPM's EK signing key (once per machine)\n"
+               "  enroll DEV         Add a TPM + PIN keyslot to a LUKS2 volume\n"
+               "  status [DEV]       What is enrolled, and whether it will unlock (no DEV: all volumes)\n"
+               "  doctor [DEV...]    Explain the whole state, with a next step for each problem\n"
+               "  reseal DEV         Seal again after a firmware or boot chain update\n"
+               "\n"
+               "DEV: a path, UUID=..., PARTUUID=..., a /dev/disk/by-* link or a crypttab name.\n"
+               "\n"
+               "Example:\n"
+               "  tpmguard provision\n"
+               "  tpmguard enroll /dev/nvme0n1p3\n"
+               "\n"
+               "More: 'tpmguard help' lists every command and option, 'tpmguard COMMAND --help'\n"
+               "shows one; tpmguard(8), tpmguard.conf(5) and /usr/share/doc/tpmguard/README.md.\n");
+}
+
+/* One or two examples per command, the end of its --help (a row for each command of the table). */
+static const struct command_example {
+        const char *command;
+        const char *examples;
+} command_examples[] = {
+        { "provision", "tpmguard provision\ntpmguard provision --ek-ca /root/vendor-ek-root.pem" },
+        { "verify", "tpmguard verify\ntpmguard verify --json" },
+        { "enroll", "tpmguard enroll /dev/nvme0n1p3\ntpmguard enroll --wipe-slot tpmguard --pcrs 7 cryptroot" },
+        { "seal", "tpmguard seal --secret-file slot.key --pcrs 7 > token.json" },
+        { "doctor", "tpmguard doctor\ntpmguard doctor --json /dev/nvme0n1p3" },
+        { "change-pin", "tpmguard change-pin /dev/nvme0n1p3" },
+        { "rotate", "tpmguard rotate /dev/nvme0n1p3" },
+        { "reseal", "tpmguard reseal /dev/nvme0n1p3\ntpmguard reseal --pcrs 7 --unlock-key-file - /dev/nvme0n1p3" },
+        { "recovery-key", "tpmguard recovery-key /dev/nvme0n1p3\ntpmguard recovery-key --replace 0 /dev/nvme0n1p3" },
+        { "passwd", "tpmguard passwd --key-slot 0 /dev/nvme0n1p3" },
+        { "update", "tpmguard update prepare /dev/nvme0n1p3\ntpmguard update finish /dev/nvme0n1p3" },
+        { "remove", "tpmguard remove --dry-run /dev/nvme0n1p3\ntpmguard remove --token 1 /dev/nvme0n1p3" },
+        { "status", "tpmguard status\ntpmguard status --json UUID=0b3e6c1a-5f2d-4e8b-9a71-2c4d6e8f0a1b" },
+        { "pcrs", "tpmguard pcrs\ntpmguard pcrs --predict --dbx dbxupdate_x64.bin" },
+        { "totp", "tpmguard totp enroll --pcrs 7\ntpmguard totp show" },
+        { "cleanup", "tpmguard cleanup /dev/nvme0n1p3" },
+        { "migrate", "tpmguard migrate --token 1 /dev/nvme0n1p3" },
+        { "audit", "tpmguard audit\ntpmguard audit --json /dev/nvme0n1p3" },
+        { "bind", "tpmguard bind /dev/nvme0n1p3" },
+        { "lockout", "tpmguard lockout setup\ntpmguard lockout export --json" },
+        { "lockout-reset", "tpmguard lockout-reset" },
+        { "sleep", "tpmguard sleep pre suspend" },
+        { "config", "tpmguard config get kernel_null_name" },
+        { "help", "tpmguard help enroll" },
+};
+
 static void help_command(const cli_command *cmd) {
         printf("Usage: tpmguard [OPTIONS] %s%s%s\n\n%s.\n\nOptions:\n", cmd->name, cmd->args[0] ? " " : "", cmd->args,
                cmd->summary);
@@ -215,6 +284,16 @@ static void help_command(const cli_command *cmd) {
         for (int id = 0; id < _OPT_MAX; id++)
                 if (OPTS_GENERAL & (1ull << id))
                         option_print(id);
+        for (size_t i = 0; i < ELEMENTSOF(command_examples); i++)
+                if (strcmp(command_examples[i].command, cmd->name) == 0) {
+                        const char *e = command_examples[i].examples;
+                        printf("\nExamples:\n");
+                        while (*e) {
+                                size_t n = strcspn(e, "\n");
+                                printf("  %.*s\n", (int) n, e);
+                                e += n + (e[n] == '\n');
+                        }
+                }
         printf("\nSee tpmguard(8) for details and exit codes.\n");
 }
 
@@ -283,7 +362,7 @@ static const cli_command commands[] = {
         { "verify", "", "Verify the TPM: kernel null_name, pinned key, certification",
           O(RECORD) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_verify },
         { "enroll", "DEV", "Add a keyslot with a TPM-sealed secret (PIN + PCR policy) and its token",
-          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT), CMD_CONFIG, cmd_enroll },
+          OPTS_SEAL | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(WIPE_SLOT) | O(DRY_RUN), CMD_CONFIG, cmd_enroll },
         { "seal", "", "Seal a given keyslot secret; print token JSON for 'cryptsetup token import'",
           OPTS_SEAL | O(SECRET_FILE), CMD_CONFIG, cmd_seal },
         { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",
@@ -291,10 +370,10 @@ static const cli_command commands[] = {
         { "change-pin", "DEV", "Change the PIN of a token (unseal, reseal with the new PIN)",
           O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_change_pin },
         { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",
-          O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_rotate },
+          O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY) | O(DRY_RUN), CMD_CONFIG, cmd_rotate },
         { "reseal", "DEV", "Seal to new PCR values (after a firmware or boot chain update)",
           O(TOKEN) | O(PCRS) | O(PCR_BANK) | O(PCR) | O(PIN_FILE) | O(NO_PIN) | O(UNLOCK_KEY_FILE) |
-          O(ALLOW_UNEXTENDED), CMD_CONFIG, cmd_reseal },
+          O(ALLOW_UNEXTENDED) | O(DRY_RUN), CMD_CONFIG, cmd_reseal },
         { "recovery-key", "DEV", "Add a fresh recovery key (shown once), optionally replacing a keyslot",
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), CMD_CONFIG, cmd_recovery_key },
         { "passwd", "DEV", "Change a typed passphrase (authorized by the token's PIN or a passphrase)",
@@ -302,9 +381,10 @@ static const cli_command commands[] = {
         { "update", "prepare|finish DEV...", "Before a firmware or boot chain update: let the next boots unlock with "
           "the PIN (prepare); after it: bind the token to the new PCR values (finish)",
           O(TOKEN) | O(PIN_FILE) | O(PCR) | O(BOOTS) | O(FROM_MARKER), CMD_CONFIG, cmd_update },
-        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), CMD_CONFIG, cmd_remove },
-        { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
-          O(JSON), CMD_CONFIG, cmd_status },
+        { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN) | O(DRY_RUN), CMD_CONFIG,
+          cmd_remove },
+        { "status", "[DEV]", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state; "
+          "no DEV: the machine's tpmguard volumes", O(JSON) | O(CRYPTTAB), CMD_CONFIG, cmd_status },
         { "pcrs", "", "Replay the firmware's event log against the verified PCRs; --predict PCR 7 of the next boot",
           O(EVENT_LOG) | O(PREDICT) | O(DB) | O(DBX) | O(KEK) | O(AUTHORITY) | O(REPLACE_VARIABLES) | O(EFIVARS) |
           O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_pcrs },
@@ -374,7 +454,8 @@ static int cmd_help(const cli *c, _unused_ tg_config *config) {
 /*
  * --json promises JSON on standard output whatever happens: a command that
  * failed before printing its own object gets this one, with the error id,
- * message and exit code of tpmguard(8).
+ * the diagnostic that went to standard error (cli_diagnostics; the error
+ * class when nothing was printed) and the exit code of tpmguard(8).
  */
 static void json_failure(const char *command, int r) {
         _cleanup_(json_object_putp) json_object *o = json_object_new_object();
@@ -383,7 +464,7 @@ static void json_failure(const char *command, int r) {
                 return;
         json_object_object_add(o, "command", json_object_new_string(command));
         json_object_object_add(o, "error", json_object_new_string(tg_err_id(r)));
-        json_object_object_add(o, "message", json_object_new_string(tg_err_str(r)));
+        json_object_object_add(o, "message", json_object_new_string(cli_diagnostics() ?: tg_err_str(r)));
         json_object_object_add(o, "exit_code", json_object_new_int(tg_err_exit_code(r)));
         tg_json_print(stdout, o);
 }
@@ -428,6 +509,7 @@ int main(int argc, char *argv[]) {
         const cli_command *cmd;
         _cleanup_config_ tg_config *config = NULL;
         cli c = { .keyslot = CRYPT_ANY_SLOT, .token = CRYPT_ANY_TOKEN, .replace = -1 };
+        _cleanup_(strv_freep) char **resolved = NULL;
         bool want_help = false;
         int opt, r;
 
@@ -512,7 +594,7 @@ int main(int argc, char *argv[]) {
                         help_general(commands, ELEMENTSOF(commands));
                         return 0;
                 }
-                help_general(commands, ELEMENTSOF(commands));
+                help_short();
                 return tg_err_exit_code(-TG_ERR_INVALID);
         }
         cmd = command_find(argv[optind]);
@@ -524,7 +606,24 @@ int main(int argc, char *argv[]) {
         }
         c.args = argv + optind + 1;
         c.n_args = argc - optind - 1;
+        /* What users type for a device (UUID=, PARTUUID=, a crypttab name) becomes a path first. */
+        if (strstr(cmd->args, "DEV")) {
+                resolved = calloc((size_t) c.n_args + 1, sizeof *resolved);
+                if (!resolved)
+                        return tg_err_exit_code(-TG_ERR_NOMEM);
+                for (int i = 0; i < c.n_args; i++) {
+                        r = tg_device_resolve(cli_crypttab_path(&c), c.args[i], &resolved[i]);
+                        if (r < 0) {
+                                if (c.json && (cmd->options & O(JSON)))
+                                        json_failure(cmd->name, r);
+                                return tg_err_exit_code(r);
+                        }
+                        c.args[i] = resolved[i];
+                }
+        }
 
+        if (c.json)
+                cli_diagnostics_capture();
         /* An option the command does not take is an error, not silently ignored. */
         for (int id = 0; id < _OPT_MAX; id++)
                 if ((given & (1ull << id)) && !((OPTS_GENERAL | cmd->options) & (1ull << id))) {

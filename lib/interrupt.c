@@ -43,5 +43,9 @@ int tg_interrupt_check(const char *step) {
 
         if (sig == 0)
                 return 0;
-        return log_error_rc(-TG_ERR_CANCELLED, "Interrupted by %s %s: undoing what was added.", strsignal(sig), step);
+        /* "Interrupted (^C)", not strsignal()'s "Interrupted by Interrupt". */
+        if (sig == SIGINT)
+                return log_error_rc(-TG_ERR_CANCELLED, "Interrupted (^C) %s: undoing what was added.", step);
+        return log_error_rc(-TG_ERR_CANCELLED, "Interrupted by %s %s: undoing what was added.",
+                            sig == SIGTERM ? "SIGTERM" : "SIGHUP", step);
 }

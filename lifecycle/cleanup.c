@@ -19,7 +19,7 @@ int tg_cleanup(const tg_config *config, const char *device, unsigned *ret_action
         unsigned actions = 0;
         int r;
 
-        r = tg_luks_open(device, &cd);
+        r = tg_luks_open_writable(device, &cd);
         if (r < 0)
                 return r;
         r = tg_pending_markers_resolve_all(config->state_dir, cd, device, &actions);

@@ -24,6 +24,16 @@ typedef struct tg_enroll_options {
          * migrate_keyslot >= 0: a keyslot number alone, the header's word, never gets a keyslot destroyed. */
         int (*migrate_prove)(struct crypt_device *cd, void *userdata);
         void *migrate_prove_userdata;
+        /* enroll --wipe-slot, as tg_enroll_plan_wipe() planned it (all zero: nothing is replaced). */
+        struct {
+                bool replace;           /* the new token takes replace_token's id, in one header write, and the
+                                         * marker ("replace") destroys replace_keyslot once it is committed */
+                int replace_token;
+                int replace_keyslot;
+                uint32_t remove_tokens; /* further tpmguard tokens, removed (tg_remove) after the commit */
+                bool destroy;           /* destroy_keyslot (not a tpmguard token's) destroyed after the commit */
+                int destroy_keyslot;
+        } wipe;
 } tg_enroll_options;
 
 /*
@@ -34,3 +44,22 @@ typedef struct tg_enroll_options {
  */
 int tg_enroll(const tg_config *config, const char *device, const tg_secret *unlock_passphrase,
               const tg_enroll_options *options, int *ret_keyslot, int *ret_token);
+
+/*
+ * The cheap checks of an enrollment, made before any secret is asked: the
+ * volume exists, is LUKS2 and writable, has a free keyslot (or the one
+ * options->keyslot names), the TPM answers and verifies, and the PCRs to seal
+ * to were extended. Changes nothing; tg_enroll() checks all of it again.
+ */
+int tg_enroll_check(const tg_config *config, const char *device, const tg_enroll_options *options);
+
+/*
+ * enroll --wipe-slot, decided before any secret is asked. A volume that has
+ * a tpmguard token gets no second one (every boot would ask one PIN per
+ * token) unless wipe_slot is "tpmguard" (its tpmguard tokens are replaced)
+ * or the number of a keyslot one of them uses. Another keyslot number is
+ * destroyed after the enrollment, refused when it is the only way in besides
+ * the TPM (a passphrase or recovery key is what survives a lost TPM).
+ * wipe_slot NULL: no wipe. Fills options->wipe; changes nothing.
+ */
+int tg_enroll_plan_wipe(const char *device, const char *wipe_slot, tg_enroll_options *options);

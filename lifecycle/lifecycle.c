@@ -129,7 +129,7 @@ int tg_lifecycle_begin(tg_lifecycle *lc, const tg_config *config, const char *de
         int r;
 
         *lc = (tg_lifecycle) { .device = device, .state_dir = config->state_dir, .proven_keyslot = -1 };
-        r = tg_luks_open(device, &lc->cd);
+        r = tg_luks_open_writable(device, &lc->cd);
         if (r < 0)
                 return r;
         r = tg_pending_markers_resolve_all(lc->state_dir, lc->cd, device, NULL);
@@ -270,6 +270,50 @@ tg_seal_params tg_lifecycle_seal_params_like(const tg_token *t, const tg_secret 
 }
 
 /* ---- the token a command acts on ---- */
+
+int tg_lifecycle_check(const tg_config *config, const char *device, int token, const char *carry_over,
+                       tg_lifecycle_ask_pin ask_pin, void *userdata, tg_secret **ret_pin) {
+        _cleanup_secret_ tg_secret *pin = NULL, *secret = NULL;
+        tg_lifecycle lc;
+        bool satisfied = true;
+        int r;
+
+        r = tg_lifecycle_begin(&lc, config, device, token, ask_pin != NULL);
+        if (r < 0)
+                goto done;
+        if (carry_over) {
+                r = tg_lifecycle_check_carry_over(&lc, config, carry_over);
+                if (r < 0)
+                        goto done;
+        }
+        /* A PCR mismatch is known before any PIN is typed: no PIN could unseal the token. */
+        if (lc.token.pcr_mask != 0) {
+                r = tg_token_policy_satisfied(lc.v, &lc.token, &satisfied);
+                if (r < 0)
+                        goto done;
+                if (!satisfied) {
+                        r = log_error_rc(-TG_ERR_PCR_MISMATCH, "The PCR values no longer match the policy of token %d "
+                                         "of %s, so no PIN can unseal it (nothing was asked, nothing was changed). "
+                                         "Reseal it first: 'tpmguard reseal %s', authorized by the recovery "
+                                         "passphrase.", lc.token_id, device, device);
+                        goto done;
+                }
+        }
+        if (ask_pin) {
+                r = ask_pin(&lc.token, userdata, &pin);
+                if (r < 0)
+                        goto done;
+                /* Proven now, so that a mistyped PIN is named before anything new is asked. */
+                r = tg_lifecycle_unseal_current(&lc, pin, &secret);
+                if (r < 0)
+                        goto done;
+                *ret_pin = TAKE_PTR(pin);
+        }
+        r = 0;
+done:
+        tg_lifecycle_done(&lc);
+        return r;
+}
 
 int tg_lifecycle_token_peek(const char *device, int token, tg_token *ret) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;

@@ -34,6 +34,22 @@ typedef struct tg_lifecycle_result {
  */
 int tg_lifecycle_token_peek(const char *device, int token, tg_token *ret);
 
+/* Asks the token's current PIN (NULL in *ret when it has none). */
+typedef int (*tg_lifecycle_ask_pin)(const tg_token *t, void *userdata, tg_secret **ret);
+/*
+ * The cheap checks of a token operation, before the caller asks for a new
+ * secret: the volume opens, is LUKS2 and writable, interrupted operations
+ * are resolved, the token exists and has its keyslot, the TPM verifies, and
+ * the PCRs satisfy the token's policy (-TG_ERR_PCR_MISMATCH naming reseal);
+ * carry_over (the operation's name, or NULL) also refuses a token whose
+ * policy is weaker than tpmguard.conf (tg_lifecycle_check_carry_over).
+ * With ask_pin the current PIN is then asked and proven by an unseal that
+ * opens the token's keyslot, and returned in ret_pin (NULL: the token has
+ * none); without it the dictionary-attack lockout is checked instead.
+ */
+int tg_lifecycle_check(const tg_config *config, const char *device, int token, const char *carry_over,
+                       tg_lifecycle_ask_pin ask_pin, void *userdata, tg_secret **ret_pin);
+
 /*
  * The frame every token operation (change-pin, rotate, reseal) and the
  * TPM-authorized passphrase operations share: the volume opened, its

@@ -5,9 +5,12 @@
  * Nothing here trusts the header (see luks.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <string.h>
 #include <unistd.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 #include "error.h"
@@ -123,10 +126,67 @@ int tg_luks_open(const char *device, struct crypt_device **ret) {
         if (r < 0)
                 return log_error_rc(-TG_ERR_NOT_FOUND, "Cannot open %s: %s", device, strerror(-r));
         r = crypt_load(cd, CRYPT_LUKS2, NULL);
-        if (r < 0)
-                return log_error_rc(-TG_ERR_INVALID, "%s is not a LUKS2 volume (%s).", device, strerror(-r));
+        if (r < 0) {
+                /* Name what it is, and the way on: tokens exist only in LUKS2. */
+                if (crypt_load(cd, CRYPT_LUKS1, NULL) >= 0)
+                        return log_error_rc(-TG_ERR_INVALID, "%s is a LUKS1 volume; tpmguard needs LUKS2 (tokens). "
+                                            "Convert it with 'cryptsetup convert --type luks2 %s' (back up the header "
+                                            "first: 'cryptsetup luksHeaderBackup %s --header-backup-file FILE').",
+                                            device, device, device);
+                return log_error_rc(-TG_ERR_INVALID, "%s is not a LUKS2 volume: no LUKS header (%s). Give the encrypted "
+                                    "partition or image ('lsblk -f' shows crypto_LUKS), not the opened /dev/mapper device.",
+                                    device, strerror(-r));
+        }
         *ret = TAKE_PTR(cd);
         return 0;
+}
+
+int tg_luks_check_writable(const char *device) {
+        _cleanup_close_ int fd = open(device, O_RDWR | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+        int ro = 0;
+
+        /* Checked before any secret is asked: otherwise the first header write (the pending marker)
+         * fails half-way with libcryptsetup's "Input/output error". */
+        if (fd < 0 && (errno == EROFS || errno == EACCES || errno == EPERM))
+                return log_error_rc(-TG_ERR_IO, "%s is read-only (%m): this command writes its LUKS2 header. Make it "
+                                    "writable ('blockdev --setrw %s', a loop device attached without --read-only, or "
+                                    "run as root) and run the command again. Nothing was changed.", device, device);
+        if (fd < 0)
+                return log_error_rc(errno == ENOENT ? -TG_ERR_NOT_FOUND : -TG_ERR_IO, "Cannot open %s for writing: %m",
+                                    device);
+        /* A block device marked read-only opens for writing all the same; only its writes fail. */
+        if (fstat(fd, &st) == 0 && S_ISBLK(st.st_mode) && ioctl(fd, BLKROGET, &ro) == 0 && ro)
+                return log_error_rc(-TG_ERR_IO, "%s is read-only: this command writes its LUKS2 header. Make it "
+                                    "writable ('blockdev --setrw %s', or a loop device attached without --read-only) "
+                                    "and run the command again. Nothing was changed.", device, device);
+        return 0;
+}
+
+int tg_luks_open_writable(const char *device, struct crypt_device **ret) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        int r;
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return r;
+        r = tg_luks_check_writable(device);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(cd);
+        return 0;
+}
+
+int tg_luks_passphrase_check(struct crypt_device *cd, const char *device, const tg_secret *passphrase) {
+        int r = crypt_activate_by_passphrase(cd, NULL, CRYPT_ANY_SLOT, (const char *) passphrase->data,
+                                             passphrase->size, 0);
+
+        if (r == -EPERM)
+                return log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase. Nothing was "
+                                    "changed; try again.", device);
+        if (r < 0)
+                return log_error_rc(-TG_ERR_CRYPTSETUP, "Cannot check the passphrase on %s: %s", device, strerror(-r));
+        return r;
 }
 
 int tg_keyslot_secret_new(tg_secret **ret) {

@@ -46,6 +46,12 @@ bool tg_migratable_token_type(const char *type);
 
 /* Opens a LUKS2 header; distinct errors for "no such device" and "not LUKS2". */
 int tg_luks_open(const char *device, struct crypt_device **ret);
+/* Refuses a device this process cannot write (read-only loop, blockdev --setro), naming the cause. */
+int tg_luks_check_writable(const char *device);
+/* tg_luks_open() of a volume whose header the caller will change: refused when not writable. */
+int tg_luks_open_writable(const char *device, struct crypt_device **ret);
+/* Whether passphrase opens a keyslot (-TG_ERR_BAD_PIN when none); the keyslot it opened. */
+int tg_luks_passphrase_check(struct crypt_device *cd, const char *device, const tg_secret *passphrase);
 
 /* The PBKDF for keyslots holding a random TPM-sealed secret: PBKDF2-SHA512, 1000 iterations, no benchmark. */
 int tg_luks_use_minimal_pbkdf(struct crypt_device *cd);

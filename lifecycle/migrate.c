@@ -133,7 +133,7 @@ int tg_migrate(const tg_config *config, const char *device, int old_token, const
         int opened, n_keyslots = 0, keyslot, token, r;
 
         assert(unlock_passphrase);
-        r = tg_luks_open(device, &cd);
+        r = tg_luks_open_writable(device, &cd);
         if (r < 0)
                 return r;
         r = tg_pending_markers_resolve_all(config->state_dir, cd, device, NULL);

@@ -54,7 +54,7 @@ static int passphrase_begin(tg_lifecycle *lc, const tg_config *config, const cha
         }
 
         *lc = (tg_lifecycle) { .device = device, .state_dir = config->state_dir, .token_id = -1, .proven_keyslot = -1 };
-        r = tg_luks_open(device, &lc->cd);
+        r = tg_luks_open_writable(device, &lc->cd);
         if (r < 0)
                 return r;
         r = tg_pending_markers_resolve_all(lc->state_dir, lc->cd, device, NULL);

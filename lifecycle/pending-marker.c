@@ -127,7 +127,8 @@ int tg_pending_marker_from_string(const char *json, tg_pending_marker *ret) {
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: \"operation\" missing.");
         s = json_object_get_string(v);
         if (strcmp(s, "rotate") != 0 && strcmp(s, "reseal") != 0 && strcmp(s, "recovery-key") != 0 &&
-            strcmp(s, "passwd") != 0 && strcmp(s, "enroll") != 0 && strcmp(s, "migrate") != 0)
+            strcmp(s, "passwd") != 0 && strcmp(s, "enroll") != 0 && strcmp(s, "migrate") != 0 &&
+            strcmp(s, "replace") != 0)
                 return log_error_rc(-TG_ERR_TOKEN, "Pending marker: unknown operation \"%.16s\".", s);
         snprintf(m.operation, sizeof m.operation, "%s", s);
         passphrase_op = tg_pending_marker_is_passphrase_op(&m);

@@ -51,9 +51,10 @@
  * like an enrollment and the old token is untouched.
  */
 typedef struct tg_pending_marker {
-        char operation[16];   /* "enroll", "migrate", "rotate", "reseal", "recovery-key" or "passwd" */
+        char operation[16];   /* "enroll", "replace", "migrate", "rotate", "reseal", "recovery-key" or "passwd" */
         int token;            /* enroll: -1; migrate: the old (systemd-tpm2 or clevis) token; rotate, reseal: the
-                               * tpmguard token being moved; recovery-key: the id of the label token it writes;
+                               * tpmguard token being moved; replace (enroll --wipe-slot): the tpmguard token
+                               * whose id the new token takes, like rotate's; recovery-key: the id of the label token it writes;
                                * passwd: -1 */
         int old_keyslot;      /* the keyslot before the operation; -1: none (enroll; recovery-key without --replace;
                                * migrate keeping the old keyslot) */

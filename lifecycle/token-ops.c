@@ -281,7 +281,7 @@ int tg_remove(const tg_config *config, const char *device, int token, tg_lifecyc
         bool valid;
         int id, r;
 
-        r = tg_luks_open(device, &cd);
+        r = tg_luks_open_writable(device, &cd);
         if (r < 0)
                 return r;
         r = tg_pending_markers_resolve_all(config->state_dir, cd, device, NULL);

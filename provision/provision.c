@@ -344,10 +344,12 @@ static int provision_lockout(const tg_config *config, const tg_provision_options
         /*
          * Without a kernel null_name the NULL key is certified by the key pinned a moment
          * ago, on this install-time machine: as trustworthy as the pin itself, so
-         * provisioning needs no null_name even when later unlocks do.
+         * provisioning needs no null_name even when later unlocks do. Only "required" is
+         * relaxed, to the default ("prefer"); any other setting is the user's and stays.
          */
-        if (tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) == -TG_ERR_NOT_FOUND)
-                c.kernel_null_name = TG_NULL_NAME_IF_AVAILABLE;
+        if (config->kernel_null_name == TG_NULL_NAME_REQUIRED &&
+            tg_null_name_read(config->null_name_path, config->tcti, &kernel_name) == -TG_ERR_NOT_FOUND)
+                c.kernel_null_name = TG_NULL_NAME_PREFER;
         r = tg_verify(&c, &(tg_verify_options) { .endorsement_auth = options->endorsement_auth }, &report, &v);
         if (r < 0)
                 return r;

@@ -38,7 +38,9 @@ static int tcti_device_problem(const char *tcti_conf) {
                 return 0;
         if (errno == EACCES || errno == EPERM)
                 return log_error_rc(-TG_ERR_TPM_UNREACHABLE,
-                                    "Permission denied on %s: run tpmguard as root (the TPM device is root:tss, mode 0660).",
+                                    "Permission denied on %s: this is not a driver problem, the TPM is there. It "
+                                    "belongs to root and the group tss (mode 0660): run tpmguard as root (sudo), or "
+                                    "add this user to the tss group ('usermod -aG tss USER', then log in again).",
                                     path);
         if (errno == ENOENT)
                 return log_error_rc(-TG_ERR_TPM_UNREACHABLE,

@@ -138,7 +138,7 @@ op totp-show              enrolled cold certify readpublic load unseal inject
 run_provision() { expect_exit 0 "$TPMGUARD" provision && test -s "$WORK/state/ek-signing-key.json"; }
 run_verify() { expect_exit 0 "$TPMGUARD" verify; }
 run_enroll() {
-        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" \
+        expect_exit 0 "$TPMGUARD" enroll --wipe-slot tpmguard --pcrs 7 --pin-file "$WORK/pin" \
                 --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img" || return
         # The new keyslot secret, for the capture search: unsealed afterwards
         # directly from the TPM (the proxy has stopped seeing traffic by then).

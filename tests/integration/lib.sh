@@ -199,6 +199,19 @@ setup_enrolled_common() {
 
 setup_enrolled() { setup_enrolled_common "$@"; }
 
+# A second tpmguard token on $WORK/disk.img (enroll refuses one since issue 34):
+# a random secret in a new keyslot, sealed by 'tpmguard seal' with the seal
+# options given ("--pin-file F" or "--no-pin", ...) and imported.
+second_token() {
+        head -c 32 /dev/urandom | base64 | tr -d '\n' >"$WORK/slot2.key"
+        cryptsetup luksAddKey --batch-mode --pbkdf pbkdf2 --pbkdf-force-iterations 1000 \
+                --key-file "$WORK/recovery.key" "$WORK/disk.img" "$WORK/slot2.key" || return
+        local slot
+        slot=$(cryptsetup luksDump "$WORK/disk.img" | awk '/^  [0-9]+: luks2/ {sub(":", "", $1); s = $1} END {print s}')
+        "$TPMGUARD" seal --pcrs 7 "$@" --secret-file "$WORK/slot2.key" >"$WORK/token2.json" || return
+        cryptsetup token import --json-file "$WORK/token2.json" --key-slot "$slot" "$WORK/disk.img"
+}
+
 # Signs the pending marker in file $1 for image $2 as tpmguard does
 # (lifecycle/marker-auth.c): HMAC-SHA256 under $WORK/state/marker.key over the
 # canonical field string, written as "mac". A marker without a "nonce" gets

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Crash safety of the lifecycle commands, by fault injection: for each of
-# change-pin, rotate, reseal (by unseal and by recovery passphrase), remove,
+# change-pin, rotate, reseal (by unseal and by recovery passphrase), enroll
+# --wipe-slot tpmguard, remove,
 # recovery-key, passwd and migrate (of a real systemd-cryptenroll token), kill the process at fault point 1, 2, 3, ... (after every
 # libcryptsetup header write and every TPM command; lib/fault.h) until
 # a run completes without reaching the point. After every kill:
@@ -213,6 +214,25 @@ fault_reseal_by_recovery_passphrase() {
         op_after_kill() { same_pin_after_kill; }
         op_after_success() { check_clean "$WORK/pin"; }
         inject_all "reseal --unlock-key-file"
+}
+
+# enroll --wipe-slot tpmguard: the new token takes the old one's id in one
+# write, and its marker destroys the old keyslot. After every kill the old or
+# the new PIN unlocks, and a rerun ends with exactly one token (the new PIN).
+test_case fault_enroll_wipe_slot
+fault_enroll_wipe_slot() {
+        setup_volume
+        op_run() {
+                "$TPMGUARD" enroll --wipe-slot tpmguard --pcrs 7 --pin-file "$WORK/pin2" \
+                        --unlock-key-file "$WORK/recovery.key" "$WORK/disk.img"
+        }
+        op_after_kill() {
+                pin_opens "$WORK/pin" || pin_opens "$WORK/pin2" || { fail "neither the old nor the new PIN unlocks"; return 1; }
+                op_run >"$WORK/rerun.out" 2>&1 || { cat "$WORK/rerun.out" >&2; fail "rerun failed"; return 1; }
+                check_clean "$WORK/pin2"
+        }
+        op_after_success() { check_clean "$WORK/pin2"; }
+        inject_all "enroll --wipe-slot tpmguard"
 }
 
 test_case fault_remove

@@ -259,7 +259,18 @@ static int tty_child(bool confirm, const char *expected) {
         return 0;
 }
 
-static int run_tty_session(bool confirm, const char *first, const char *second, const char *expected) {
+/* No typed PIN was echoed: echo is off while it is typed. */
+static void assert_not_echoed(const char *log) {
+        assert_null(strstr(log, "1234"));
+        assert_null(strstr(log, "5678"));
+}
+
+/*
+ * Types answers[] (NULL-terminated) at the prompts, each after its prompt
+ * appeared anew ("Enter PIN: ", and with confirm "Repeat the PIN: " for
+ * every second answer); the child's exit status as tty_child gives it.
+ */
+static int run_tty_answers(bool confirm, const char *const *answers, const char *expected) {
         char log[4096] = "";
         int master = -1, status = 0;
         pid_t pid;
@@ -269,11 +280,13 @@ static int run_tty_session(bool confirm, const char *first, const char *second, 
         if (pid == 0)
                 _exit(tty_child(confirm, expected));
 
-        assert_true(wait_for_output(master, "Enter PIN: ", log, sizeof log));
-        assert_int_equal(write(master, first, strlen(first)), (ssize_t) strlen(first));
-        if (second) {
-                assert_true(wait_for_output(master, "Repeat the PIN: ", log, sizeof log));
-                assert_int_equal(write(master, second, strlen(second)), (ssize_t) strlen(second));
+        for (size_t i = 0; answers[i]; i++) {
+                const char *prompt = confirm && i % 2 == 1 ? "Repeat the PIN: " : "Enter PIN: ";
+
+                assert_true(wait_for_output(master, prompt, log, sizeof log));
+                assert_not_echoed(log);
+                log[0] = '\0';  /* the next prompt must appear anew */
+                assert_int_equal(write(master, answers[i], strlen(answers[i])), (ssize_t) strlen(answers[i]));
         }
         bool reaped = false;
         for (int i = 0; i < 100 && !reaped; i++) {
@@ -295,18 +308,23 @@ static int run_tty_session(bool confirm, const char *first, const char *second, 
                 (void) waitpid(pid, &status, 0);
                 fail_msg("PIN prompt child did not finish");
         }
-        /* Echo was off: the PIN never appears on the terminal. */
-        assert_null(strstr(log, "1234"));
-        assert_null(strstr(log, "5678"));
+        assert_not_echoed(log);
         close(master);
         return WEXITSTATUS(status);
 }
 
 static void test_read_tty(void **state) {
-        assert_int_equal(run_tty_session(false, "1234\n", NULL, "1234"), 0);
-        assert_int_equal(run_tty_session(true, "1234\n", "1234\n", "1234"), 0);
-        assert_int_equal(run_tty_session(true, "1234\n", "5678\n", "1234"), 100 + TG_ERR_INVALID);
-        assert_int_equal(run_tty_session(false, "\n", NULL, ""), 100 + TG_ERR_CANCELLED);
+        assert_int_equal(run_tty_answers(false, (const char *[]) { "1234\n", NULL }, "1234"), 0);
+        assert_int_equal(run_tty_answers(true, (const char *[]) { "1234\n", "1234\n", NULL }, "1234"), 0);
+        /* Two that differ are asked again (issue 34): the second pair counts. */
+        assert_int_equal(run_tty_answers(true, (const char *[]) { "1234\n", "5678\n", "5678\n", "5678\n", NULL },
+                                         "5678"), 0);
+        /* Three mismatches end it; an empty answer cancels at once. */
+        assert_int_equal(run_tty_answers(true, (const char *[]) { "1234\n", "5678\n", "1234\n", "5678\n", "1234\n",
+                                                                  "5678\n", NULL }, "1234"), 100 + TG_ERR_INVALID);
+        assert_int_equal(run_tty_answers(true, (const char *[]) { "1234\n", "5678\n", "\n", NULL }, ""),
+                         100 + TG_ERR_CANCELLED);
+        assert_int_equal(run_tty_answers(false, (const char *[]) { "\n", NULL }, ""), 100 + TG_ERR_CANCELLED);
 }
 
 int main(void) {
