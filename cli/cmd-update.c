@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd-update-check.h"
 #include "cmd-update.h"
 #include "cmdline.h"
 #include "error.h"
@@ -135,10 +136,21 @@ int cmd_update(const cli *c, tg_config *config) {
         bool prepare;
         int r = 0;
 
+        if (c->n_args >= 1 && strcmp(c->args[0], "check") == 0) {
+                if (c->boots || c->n_pcr_values > 0 || c->from_marker || c->pin_file || c->token >= 0)
+                        return log_error_rc(-TG_ERR_INVALID, "update check asks for no PIN and changes nothing: "
+                                            "--boots, --pcr, --from-marker, --pin-file and --token do not apply.");
+                return cmd_update_check(c, config);
+        }
         if (c->n_args < 1 || (strcmp(c->args[0], "prepare") != 0 && strcmp(c->args[0], "finish") != 0))
-                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard update prepare [--boots N] [--pcr N=BANK:HEX...] "
-                                    "DEV... | tpmguard update finish [--from-marker] DEV...");
+                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard update check [DEV...] | tpmguard update prepare "
+                                    "[--boots N] [--pcr N=BANK:HEX...] DEV... | tpmguard update finish [--from-marker] DEV...");
         prepare = strcmp(c->args[0], "prepare") == 0;
+        if (c->crypttab || c->json || c->event_log || c->db_file || c->dbx_file || c->kek_file || c->authority_file ||
+            c->replace_variables || c->efivars_dir || c->endorsement_auth_file || c->null_name)
+                return log_error_rc(-TG_ERR_INVALID, "--crypttab, --json, --event-log, --db, --dbx, --kek, --authority, "
+                                    "--replace-variables, --efivars, --endorsement-auth-file and --null-name apply to "
+                                    "'update check' only.");
         if (c->n_args < 2 && !(c->from_marker && !prepare))
                 return log_error_rc(-TG_ERR_INVALID, "update %s: name the volume(s), e.g. /dev/sda3.", c->args[0]);
         if (prepare && c->from_marker)

@@ -295,9 +295,12 @@ static const cli_command commands[] = {
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), CMD_CONFIG, cmd_recovery_key },
         { "passwd", "DEV", "Change a typed passphrase (authorized by the token's PIN or a passphrase)",
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(NEW_PASSPHRASE_FILE) | O(ITER_TIME), CMD_CONFIG, cmd_passwd },
-        { "update", "prepare|finish DEV...", "Before a firmware or boot chain update: let the next boots unlock with "
-          "the PIN (prepare); after it: bind the token to the new PCR values (finish)",
-          O(TOKEN) | O(PIN_FILE) | O(PCR) | O(BOOTS) | O(FROM_MARKER), CMD_CONFIG, cmd_update },
+        { "update", "check|prepare|finish DEV...", "Before a firmware or boot chain update: will the next boot open "
+          "every token (check); let the next boots unlock with the PIN (prepare); after it: bind the token to the new "
+          "PCR values (finish)",
+          O(TOKEN) | O(PIN_FILE) | O(PCR) | O(BOOTS) | O(FROM_MARKER) | O(CRYPTTAB) | O(EVENT_LOG) | O(DB) | O(DBX) |
+          O(KEK) | O(AUTHORITY) | O(REPLACE_VARIABLES) | O(EFIVARS) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG,
+          cmd_update },
         { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN), CMD_CONFIG, cmd_remove },
         { "status", "DEV", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state",
           O(JSON), CMD_CONFIG, cmd_status },

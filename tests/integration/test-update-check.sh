@@ -1,0 +1,162 @@
+#!/bin/bash
+# SPDX-License-Identifier: LGPL-2.1-or-later
+# Integration tier: tpmguard update check (issue 30 item 5, docs/design.md §9.2) on swtpm. A
+# firmware event log (tests/fixture/make-eventlog) extended into the TPM as the firmware would,
+# a fake efivars directory for what an update tool wrote since this boot, and a token sealed to
+# PCR 7: the check must say "ok" when nothing is pending, name 'update prepare --pcr 7=...' for a
+# pending dbx update (and "ok" once it ran), a grace for a staged fwupd capsule, and refuse a
+# forged log (exit 3).
+# shellcheck source=tests/integration/lib.sh
+. "$(dirname "$0")/lib.sh"
+require_tools swtpm swtpm_setup swtpm_ioctl tpm2_pcrextend tpm2_pcrread cryptsetup python3
+python3 -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed"
+
+MAKE="$TPMGUARD_SRC/tests/fixture/make-eventlog"
+OWNER=77777777-1111-2222-3333-444444444444
+FWUPD_VAR=fwupd-ddc0ee61-e7f0-4e7d-acc5-c070a398838e-0-0abba7dc-e516-4167-bbf5-4d9d1c739416
+
+sb_setup() {
+        mkdir -p "$WORK/sb"
+        "$MAKE" certs "$WORK/sb"
+        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/pk.der" >"$WORK/sb/pk.esl"
+        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/kek.der" >"$WORK/sb/kek.esl"
+        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/db.der" >"$WORK/sb/db.esl"
+        "$MAKE" esl-sha256 "$OWNER" 20 dbx-2025 >"$WORK/sb/dbx.esl"
+}
+
+# This boot's firmware log in $1, its events extended into the TPM.
+boot() {
+        local log=$1
+        shift
+        "$MAKE" log --pk "$WORK/sb/pk.esl" --kek "$WORK/sb/kek.esl" --db "$WORK/sb/db.esl" \
+                --dbx "$WORK/sb/dbx.esl" --authority "$WORK/sb/db.der" --authority-owner "$OWNER" \
+                "$@" --out "$log" --extends "$log.extends"
+        local pcr sha1 sha256
+        while read -r pcr sha1 sha256; do
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "$pcr:sha1=$sha1,sha256=$sha256"
+        done <"$log.extends"
+}
+
+# The next boot: a TPM reset, the new log's events extended.
+reboot() {
+        "$FIXTURE" reset "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        boot "$@"
+}
+
+# A booted, provisioned TPM and a volume enrolled to PCR 7 with PIN 1234; nothing written to efivars.
+setup() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        sb_setup
+        mkdir "$WORK/efivars"
+        boot "$WORK/log"
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img"
+}
+
+check() { "$TPMGUARD" update check --event-log "$WORK/log" --efivars "$WORK/efivars" "$@"; }
+
+# dbx as a dbx update tool leaves it: the variable written now, PCR 7 changed at the next boot.
+pending_dbx() {
+        "$MAKE" esl-sha256 "$OWNER" 5 dbx-2026 >"$WORK/new.esl"
+        "$MAKE" esl-append "$WORK/sb/dbx.esl" "$WORK/new.esl" >"$WORK/dbx-next.esl"
+        { printf '\x27\x00\x00\x00'; cat "$WORK/dbx-next.esl"; } \
+                >"$WORK/efivars/dbx-d719b2cb-3d3a-4596-a3bc-dad00e67656f"
+}
+
+# fwupd's update_info for a staged capsule (status $1: 1 = ATTEMPT_UPDATE, 2 = ATTEMPTED).
+fwupd_capsule() {
+        python3 - "$1" "$WORK/efivars/$FWUPD_VAR" <<'PY'
+import struct, sys
+info = struct.pack("<I16sIQ16sI", 7, bytes(16), 0x50000, 0, bytes(16), int(sys.argv[1])) + b"\x04\x04\x00\x7f\xff\x04\x00"
+open(sys.argv[2], "wb").write(b"\x07\x00\x00\x00" + info)
+PY
+}
+
+test_case nothing_pending_ok
+nothing_pending_ok() {
+        setup
+        expect_exit 0 check "$WORK/disk.img"
+        expect_in "$WORK/disk.img: token 0: ok (the next boot opens its main seal" "$OUT"
+        # --quiet (the hooks): nothing to say.
+        expect_exit 0 check --quiet "$WORK/disk.img"
+        [ -z "$OUT" ]
+        # Without a device: crypttab's volumes (one that is not LUKS is skipped).
+        printf 'data %s none luks\nswap /dev/null none swap\n' "$WORK/disk.img" >"$WORK/crypttab"
+        expect_exit 0 check --crypttab "$WORK/crypttab"
+        expect_in "token 0: ok" "$OUT"
+        expect_exit 0 check --json "$WORK/disk.img"
+        python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["ok"] and d["volumes"][0]["tokens"][0]["opens"] == "main", d' <<<"$OUT"
+}
+
+test_case pending_dbx_names_prepare
+pending_dbx_names_prepare() {
+        setup
+        pending_dbx
+        expect_exit 0 "$TPMGUARD" pcrs --predict --event-log "$WORK/log" --efivars "$WORK/efivars"
+        local arg=${OUT#--pcr }
+        expect_exit 14 check --quiet "$WORK/disk.img"
+        [ "$OUT" = "$WORK/disk.img: token 0 will not open with the PIN alone after the next boot: run 'tpmguard update prepare --pcr $arg $WORK/disk.img'." ]
+        printf 'data %s none luks\n' "$WORK/disk.img" >"$WORK/crypttab"
+        expect_exit 14 check --crypttab "$WORK/crypttab" --json
+        printf '%s' "$OUT" >"$WORK/out.json"
+        python3 - "$arg" "$WORK/out.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[2]))
+assert d["ok"] is False and [c["variable"] for c in d["changes"]] == ["dbx"], d
+assert d["volumes"][0]["tokens"][0]["opens"] is None, d
+assert "--pcr " + sys.argv[1] in d["volumes"][0]["tokens"][0]["command"], d
+PY
+        # The command named, run: the next boot opens the predicted seal.
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --pcr "$arg" "$WORK/disk.img"
+        expect_exit 0 check "$WORK/disk.img"
+        expect_in "token 0: ok (the next boot opens its predicted seal" "$OUT"
+        # And it does: the reboot with the new dbx measures the predicted value.
+        reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
+        pin_opens "$WORK/pin"
+}
+
+test_case forged_log_refused
+forged_log_refused() {
+        setup
+        pending_dbx
+        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/db2023.der" >"$WORK/other-db.esl"
+        "$MAKE" log --pk "$WORK/sb/pk.esl" --kek "$WORK/sb/kek.esl" --db "$WORK/other-db.esl" \
+                --dbx "$WORK/sb/dbx.esl" --authority "$WORK/sb/db.der" --authority-owner "$OWNER" \
+                --out "$WORK/forged" --extends "$WORK/forged.extends"
+        expect_exit 3 "$TPMGUARD" update check --event-log "$WORK/forged" --efivars "$WORK/efivars" "$WORK/disk.img"
+        expect_in "does not replay" "$ERR"
+        refute_in "--pcr 7=" "$OUT"
+}
+
+test_case capsule_needs_grace
+capsule_needs_grace() {
+        setup
+        # A capsule fwupd already ran (ATTEMPTED): nothing pending.
+        fwupd_capsule 2
+        expect_exit 0 check --quiet "$WORK/disk.img"
+        fwupd_capsule 1
+        expect_exit 14 check "$WORK/disk.img"
+        expect_in "firmware capsule update is staged" "$ERR"
+        expect_in "run 'tpmguard update prepare $WORK/disk.img'" "$OUT"
+        # Even with a pending dbx: a capsule cannot be predicted, so no --pcr.
+        pending_dbx
+        expect_exit 14 check "$WORK/disk.img"
+        refute_in "--pcr" "$OUT"
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 0 check "$WORK/disk.img"
+        expect_in "opens its grace seal" "$OUT"
+}
+
+test_case check_refuses_prepare_options
+check_refuses_prepare_options() {
+        setup
+        expect_exit 2 check --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" update finish --event-log "$WORK/log" "$WORK/disk.img"
+        expect_exit 17 check "$WORK/nonexistent"
+}
+
+run_cases
