@@ -87,6 +87,51 @@ int cli_next_boot(const cli *c, const tg_config *config, tg_next_boot *ret, tg_p
         return 0;
 }
 
+int cli_prepare_prediction(const cli *c, const tg_config *config, tg_pcr_values *ret) {
+        bool named = c->db_file || c->dbx_file || c->kek_file || c->authority_file;
+        _cleanup_free_ char *capsule = NULL, *value = NULL;
+        tg_pcr7_prediction p;
+        tg_next_boot next;
+        tg_pcr_values out;
+        int r;
+
+        r = cli_next_boot(c, config, &next, &p, NULL, &capsule);
+        explicit_bzero(&next, sizeof next);
+        if (r < 0) {
+                /* No log, or one whose shape predicts nothing: an unpredictable change, which a grace is for. */
+                if (!named && (r == -TG_ERR_NOT_FOUND || r == -TG_ERR_INVALID)) {
+                        log_notice("No PCR 7 prediction (see above): a grace instead.");
+                        return 0;
+                }
+                /* A log that does not replay is refused, not bypassed: the user chooses the grace. */
+                if (r == -TG_ERR_INTERPOSER)
+                        return log_error_rc(r, "Nothing was prepared. Find why the log does not replay ('tpmguard pcrs'); "
+                                            "'tpmguard update prepare --boots 1 DEV' gives a grace, which needs no "
+                                            "prediction.");
+                return r;
+        }
+        if (capsule) {
+                log_notice("A firmware capsule update is staged (EFI variable %s): its PCR values cannot be "
+                           "predicted, a grace instead%s.", capsule, named ? " of the prediction from the files" : "");
+                return 0;
+        }
+        if (memcmp(p.predicted, p.current, p.size) == 0) {
+                log_notice("No change to PCR 7 is known%s: a grace, for an update whose values cannot be predicted.",
+                           named ? " (the update files change nothing it measures)" : "");
+                return 0;
+        }
+        out = (tg_pcr_values) { .bank = p.bank, .mask = UINT32_C(1) << 7, .given_mask = UINT32_C(1) << 7,
+                                .value_size = p.size };
+        memcpy(out.value[7], p.predicted, p.size);
+        if (tg_hex_encode(p.predicted, p.size, &value) < 0)
+                return -TG_ERR_NOMEM;
+        log_notice("PCR 7 of the next boot predicted (%s, from a verified event log): %s:%s, no grace needed.",
+                   named ? "the update files named" : "a change written to efivarfs since this boot",
+                   tg_pcr_bank_to_string(p.bank) ?: "?", value);
+        *ret = out;
+        return 1;
+}
+
 typedef struct check_state {
         const cli *c;
         const tg_next_boot *next;

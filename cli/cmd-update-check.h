@@ -17,5 +17,15 @@
 int cli_next_boot(const cli *c, const tg_config *config, tg_next_boot *ret, tg_pcr7_prediction *ret_p,
                   json_object **ret_changes, char **ret_capsule);
 
+/*
+ * update prepare without --pcr or --boots (issue 30 item 4: "with known changes uses prediction and
+ * needs no grace"): 1 and *ret (PCR 7 given, in the prediction's bank) when a change to PCR 7 is
+ * known (pending in efivarfs, or the update files cli names) and no capsule is staged; 0 when a
+ * grace it must be (said why). A log that does not replay, or update files named that cannot be
+ * predicted from, fail: never a grace in place of a prediction the user asked for, nor past an
+ * interposer.
+ */
+int cli_prepare_prediction(const cli *c, const tg_config *config, tg_pcr_values *ret);
+
 /* tpmguard update check [DEV...]: will every token open with the PIN alone after the next boot? */
 int cmd_update_check(const cli *c, tg_config *config);

@@ -43,29 +43,30 @@ int tg_next_boot_verdict(const tg_next_boot *next, const tg_token *t, tg_next_ve
                         return 0;
                 }
         }
-        for (unsigned i = 0; i < t->n_alt && i < TG_ALT_MAX; i++) {
+        /* In the unlock's order (tokens/unlock.c): the predicted seal before the grace. */
+        for (unsigned i = 0; pcrs_known && i < t->n_alt && i < TG_ALT_MAX; i++) {
                 const tg_token_alt *a = &t->alt[i];
+                tg_token view;
 
-                if (a->kind == TG_ALT_GRACE) {
-                        /* resetCount + 1 at the next boot; a counter at its end never satisfies a bound. */
-                        if (next->reset_count < UINT32_MAX && next->reset_count + 1 <= a->reset_count_max) {
-                                *ret = TG_NEXT_GRACE;
-                                return 0;
-                        }
-                } else if (a->kind == TG_ALT_PREDICTED && pcrs_known) {
-                        tg_token view;
-
-                        tg_token_alt_view(t, a, &view);
-                        r = pcr_policy_holds(&view, &next->values, &holds);
-                        explicit_bzero(&view, sizeof view);
-                        if (r < 0)
-                                return r;
-                        if (holds) {
-                                *ret = TG_NEXT_PREDICTED;
-                                return 0;
-                        }
+                if (a->kind != TG_ALT_PREDICTED)
+                        continue;
+                tg_token_alt_view(t, a, &view);
+                r = pcr_policy_holds(&view, &next->values, &holds);
+                explicit_bzero(&view, sizeof view);
+                if (r < 0)
+                        return r;
+                if (holds) {
+                        *ret = TG_NEXT_PREDICTED;
+                        return 0;
                 }
         }
+        for (unsigned i = 0; i < t->n_alt && i < TG_ALT_MAX; i++)
+                /* resetCount + 1 at the next boot; a counter at its end never satisfies a bound. */
+                if (t->alt[i].kind == TG_ALT_GRACE && next->reset_count < UINT32_MAX &&
+                    next->reset_count + 1 <= t->alt[i].reset_count_max) {
+                        *ret = TG_NEXT_GRACE;
+                        return 0;
+                }
         *ret = TG_NEXT_WILL_NOT_OPEN;
         return 0;
 }

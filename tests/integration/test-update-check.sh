@@ -151,11 +151,62 @@ capsule_needs_grace() {
         expect_in "opens its grace seal" "$OUT"
 }
 
+# update prepare without --pcr or --boots (issue 30 item 4): the prediction when a change is known.
+test_case prepare_uses_prediction
+prepare_uses_prediction() {
+        setup
+        # Nothing pending: a grace, said so.
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --event-log "$WORK/log" \
+                --efivars "$WORK/efivars" "$WORK/disk.img"
+        expect_in "No change to PCR 7 is known" "$ERR"
+        expect_in "whatever the PCR values" "$OUT"
+        # A forged log: refused, nothing added (the grace above stays, no predicted seal).
+        pending_dbx
+        "$MAKE" log --pk "$WORK/sb/pk.esl" --kek "$WORK/sb/kek.esl" --db "$WORK/sb/db.esl" \
+                --dbx "$WORK/dbx-next.esl" --authority "$WORK/sb/db.der" --authority-owner "$OWNER" \
+                --out "$WORK/forged" --extends "$WORK/forged.extends"
+        expect_exit 3 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --event-log "$WORK/forged" \
+                --efivars "$WORK/efivars" "$WORK/disk.img"
+        expect_in "update prepare --boots 1" "$ERR"
+        expect_exit 0 with_plugin cryptsetup luksDump "$WORK/disk.img"
+        refute_in "predicted" "$OUT"
+        # The pending dbx: a predicted seal, no grace.
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --event-log "$WORK/log" \
+                --efivars "$WORK/efivars" "$WORK/disk.img"
+        expect_in "PCR 7 of the next boot predicted (a change written to efivarfs" "$ERR"
+        expect_in "also opens with the predicted PCR values" "$OUT"
+        expect_exit 0 check "$WORK/disk.img"
+        expect_in "opens its predicted seal" "$OUT"
+        reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
+        pin_opens "$WORK/pin"
+}
+
+# The same from an update file named (--dbx), nothing written to efivarfs yet.
+test_case prepare_predicts_from_file
+prepare_predicts_from_file() {
+        setup
+        "$MAKE" esl-sha256 "$OWNER" 5 dbx-2026 >"$WORK/new.esl"
+        "$MAKE" auth "$WORK/new.esl" >"$WORK/dbxupdate.auth"
+        expect_exit 14 check --quiet --dbx "$WORK/dbxupdate.auth" "$WORK/disk.img"
+        expect_in "update prepare --pcr 7=sha256:" "$OUT"
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --event-log "$WORK/log" \
+                --efivars "$WORK/efivars" --dbx "$WORK/dbxupdate.auth" "$WORK/disk.img"
+        expect_in "the update files named" "$ERR"
+        expect_in "also opens with the predicted PCR values" "$OUT"
+        expect_exit 0 check --quiet --dbx "$WORK/dbxupdate.auth" "$WORK/disk.img"
+        [ -z "$OUT" ]
+        "$MAKE" esl-append "$WORK/sb/dbx.esl" "$WORK/new.esl" >"$WORK/dbx-next.esl"
+        reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
+        pin_opens "$WORK/pin"
+}
+
 test_case check_refuses_prepare_options
 check_refuses_prepare_options() {
         setup
         expect_exit 2 check --pin-file "$WORK/pin" "$WORK/disk.img"
         expect_exit 2 "$TPMGUARD" update finish --event-log "$WORK/log" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" update prepare --boots 1 --dbx "$WORK/sb/dbx.esl" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" update prepare --json "$WORK/disk.img"
         expect_exit 17 check "$WORK/nonexistent"
 }
 
