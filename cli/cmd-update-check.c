@@ -133,12 +133,10 @@ int cli_prepare_prediction(const cli *c, const tg_config *config, tg_pcr_values 
 }
 
 typedef struct check_state {
-        const cli *c;
         const tg_next_boot *next;
         const char *pcr_arg;        /* "7=BANK:HEX" when PCR 7 changes predictably, else NULL */
         json_object *volumes;
         unsigned n_bad;
-        bool verbose;               /* not --quiet: the tokens that open are listed too */
 } check_state;
 
 /* The one command that makes token id of device open after the next boot. */
@@ -156,10 +154,9 @@ static int advice(const check_state *s, const tg_token *t, const char *device, i
         return tg_asprintf(ret, "tpmguard update prepare%s --pcr %s %s", token ?: "", s->pcr_arg, device);
 }
 
-static int check_device(check_state *s, const char *device, bool named) {
+/* 1 when device is a LUKS2 volume with a tpmguard token; 0 (said) for a crypttab entry without; an error for a named one. */
+static int has_tokens(const char *device, bool named) {
         _cleanup_crypt_ struct crypt_device *cd = NULL;
-        json_object *vol, *tokens;
-        unsigned n_tokens = 0;
         int r;
 
         r = tg_luks_open(device, &cd);
@@ -171,13 +168,25 @@ static int check_device(check_state *s, const char *device, bool named) {
         }
         for (int id = 0; id < tg_luks_tokens_max(); id++)
                 if (tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE))
+                        return 1;
+        if (named)
+                return log_error_rc(-TG_ERR_NOT_FOUND, "%s has no tpmguard token.", device);
+        log_info("%s (crypttab): no tpmguard token, skipped.", device);
+        return 0;
+}
+
+static int check_device(check_state *s, const char *device) {
+        _cleanup_crypt_ struct crypt_device *cd = NULL;
+        json_object *vol, *tokens;
+        unsigned n_tokens = 0;
+        int r;
+
+        r = tg_luks_open(device, &cd);
+        if (r < 0)
+                return log_error_rc(r, "%s: not a LUKS2 volume tpmguard can read.", device);
+        for (int id = 0; id < tg_luks_tokens_max(); id++)
+                if (tg_luks_token_has_type(cd, id, TG_TOKEN_TYPE))
                         n_tokens++;
-        if (n_tokens == 0) {
-                if (named)
-                        return log_error_rc(-TG_ERR_NOT_FOUND, "%s has no tpmguard token.", device);
-                log_info("%s (crypttab): no tpmguard token, skipped.", device);
-                return 0;
-        }
         vol = json_object_new_object();
         tokens = json_object_new_array();
         if (!vol || !tokens || json_object_array_add(s->volumes, vol) < 0) {
@@ -214,38 +223,69 @@ static int check_device(check_state *s, const char *device, bool named) {
                 json_object_object_add(j, "opens", verdict == TG_NEXT_WILL_NOT_OPEN ? NULL :
                                        json_object_new_string(tg_next_verdict_to_string(verdict)));
                 json_object_object_add(j, "command", cmd ? json_object_new_string(cmd) : NULL);
-                if (verdict != TG_NEXT_WILL_NOT_OPEN) {
-                        if (s->verbose && !s->c->json)
-                                printf("%s: token %d: ok (the next boot opens its %s seal with the PIN).\n", device, id,
-                                       tg_next_verdict_to_string(verdict));
-                        continue;
-                }
-                s->n_bad++;
-                if (!s->c->json)
-                        printf("%s: token %d %s after the next boot: run '%s'.\n", device, id,
-                               r < 0 ? "is malformed and will not open" : "will not open with the PIN alone", cmd);
+                json_object_object_add(j, "malformed", json_object_new_boolean(r < 0));
+                if (verdict == TG_NEXT_WILL_NOT_OPEN)
+                        s->n_bad++;
         }
         return 0;
 }
 
-int cmd_update_check(const cli *c, tg_config *config) {
+int cli_update_check_run(const cli *c, const tg_config *config, json_object **ret) {
         _cleanup_json_ json_object *changes = NULL, *out = json_object_new_object(), *volumes = json_object_new_array();
         _cleanup_free_ char *capsule = NULL, *pcr_arg = NULL, *predicted = NULL;
+        _cleanup_free_ const char **todo = NULL;
+        char **devices = NULL;
+        size_t n = 0, n_todo = 0;
         tg_pcr7_prediction p;
         tg_next_boot next;
         check_state s;
-        int r, first = 0;
+        int r = 0;
 
         if (!out || !volumes)
                 return -TG_ERR_NOMEM;
+        if (c->n_args <= 1) {
+                const char *crypttab = c->crypttab ?: "/etc/crypttab";
+
+                r = tg_crypttab_devices(crypttab, &devices, &n);
+                if (r < 0)
+                        return log_error_rc(r, "Cannot list the volumes of %s: name them, e.g. 'tpmguard update "
+                                            "check /dev/sda3'.", crypttab);
+        }
+        todo = calloc((c->n_args > 1 ? (size_t) c->n_args : n) + 1, sizeof *todo);
+        if (!todo) {
+                tg_strv_free(devices, n);
+                return -TG_ERR_NOMEM;
+        }
+        /* The volumes first: a machine without a tpmguard token has nothing to check, and no TPM to ask
+         * (the hooks run in image builds and on machines never provisioned). */
+        for (size_t i = 0; i < (c->n_args > 1 ? (size_t) c->n_args - 1 : n); i++) {
+                const char *device = c->n_args > 1 ? c->args[i + 1] : devices[i];
+                int k = has_tokens(device, c->n_args > 1);
+                if (k < 0 && r == 0)
+                        r = k;
+                if (k > 0)
+                        todo[n_todo++] = device;
+        }
+        if (n_todo == 0) {
+                tg_strv_free(devices, n);
+                if (r < 0)
+                        return r;
+                log_info("No volume with a tpmguard token: nothing to check.");
+                json_object_object_add(out, "volumes", TAKE_PTR(volumes));
+                json_object_object_add(out, "ok", json_object_new_boolean(true));
+                *ret = TAKE_PTR(out);
+                return 0;
+        }
         r = cli_next_boot(c, config, &next, &p, &changes, &capsule);
-        if (r < 0)
-                return r;
-        if (tg_hex_encode(p.predicted, p.size, &predicted) < 0)
-                return -TG_ERR_NOMEM;
-        if (memcmp(p.predicted, p.current, p.size) != 0 &&
+        if (r >= 0 && tg_hex_encode(p.predicted, p.size, &predicted) < 0)
+                r = -TG_ERR_NOMEM;
+        if (r >= 0 && memcmp(p.predicted, p.current, p.size) != 0 &&
             tg_asprintf(&pcr_arg, "7=%s:%s", tg_pcr_bank_to_string(p.bank) ?: "?", predicted) < 0)
-                return -TG_ERR_NOMEM;
+                r = -TG_ERR_NOMEM;
+        if (r < 0) {
+                tg_strv_free(devices, n);
+                return r;
+        }
         if (capsule)
                 log_warning("A firmware capsule update is staged for the next boot (EFI variable %s): it changes "
                             "PCR values no one can predict.", capsule);
@@ -255,34 +295,17 @@ int cmd_update_check(const cli *c, tg_config *config) {
                          json_object_get_string(json_object_object_get(ch, "source")),
                          json_object_get_string(json_object_object_get(ch, "write")));
         }
-        s = (check_state) { .c = c, .next = &next, .pcr_arg = pcr_arg, .volumes = volumes,
-                            .verbose = tg_log_get_max_level() >= LOG_INFO };
-        if (c->n_args > 1)
-                first = 1;
-        if (first) {
-                for (int i = first; i < c->n_args; i++) {
-                        int k = check_device(&s, c->args[i], true);
-                        if (k < 0 && r == 0)
-                                r = k;
-                }
-        } else {
-                const char *crypttab = c->crypttab ?: "/etc/crypttab";
-                char **devices = NULL;
-                size_t n = 0;
-
-                r = tg_crypttab_devices(crypttab, &devices, &n);
-                if (r < 0)
-                        return log_error_rc(r, "Cannot list the volumes of %s: name them, e.g. 'tpmguard update "
-                                            "check /dev/sda3'.", crypttab);
-                for (size_t i = 0; i < n; i++) {
-                        int k = check_device(&s, devices[i], false);
-                        if (k < 0 && r == 0)
-                                r = k;
-                }
-                tg_strv_free(devices, n);
+        s = (check_state) { .next = &next, .pcr_arg = pcr_arg, .volumes = volumes };
+        for (size_t i = 0; i < n_todo; i++) {
+                int k = check_device(&s, todo[i]);
+                if (k < 0 && r == 0)
+                        r = k;
         }
+        tg_strv_free(devices, n);
         explicit_bzero(&next, sizeof next);
-        if (c->json) {
+        if (r < 0)
+                return r;
+        {
                 _cleanup_free_ char *current = NULL;
                 if (tg_hex_encode(p.current, p.size, &current) < 0)
                         return -TG_ERR_NOMEM;
@@ -292,11 +315,42 @@ int cmd_update_check(const cli *c, tg_config *config) {
                 json_object_object_add(out, "changes", TAKE_PTR(changes));
                 json_object_object_add(out, "capsule_pending", capsule ? json_object_new_string(capsule) : NULL);
                 json_object_object_add(out, "volumes", TAKE_PTR(volumes));
-                json_object_object_add(out, "ok", json_object_new_boolean(r >= 0 && s.n_bad == 0));
-                cli_json_print(out);
+                json_object_object_add(out, "ok", json_object_new_boolean(s.n_bad == 0));
         }
+        *ret = TAKE_PTR(out);
+        return 0;
+}
+
+int cmd_update_check(const cli *c, tg_config *config) {
+        _cleanup_json_ json_object *out = NULL;
+        bool verbose = tg_log_get_max_level() >= LOG_INFO;
+        json_object *volumes;
+        int r;
+
+        r = cli_update_check_run(c, config, &out);
         if (r < 0)
                 return r;
+        volumes = json_object_object_get(out, "volumes");
+        for (size_t i = 0; !c->json && i < json_object_array_length(volumes); i++) {
+                json_object *vol = json_object_array_get_idx(volumes, i), *tokens = json_object_object_get(vol, "tokens");
+                const char *device = json_object_get_string(json_object_object_get(vol, "device"));
+
+                for (size_t k = 0; k < json_object_array_length(tokens); k++) {
+                        json_object *t = json_object_array_get_idx(tokens, k), *opens = json_object_object_get(t, "opens");
+                        int id = json_object_get_int(json_object_object_get(t, "token"));
+
+                        if (opens && verbose)
+                                printf("%s: token %d: ok (the next boot opens its %s seal with the PIN).\n", device, id,
+                                       json_object_get_string(opens));
+                        else if (!opens)
+                                printf("%s: token %d %s after the next boot: run '%s'.\n", device, id,
+                                       json_object_get_boolean(json_object_object_get(t, "malformed")) ?
+                                       "is malformed and will not open" : "will not open with the PIN alone",
+                                       json_object_get_string(json_object_object_get(t, "command")));
+                }
+        }
+        if (c->json)
+                cli_json_print(out);
         /* The hooks' contract: 14 says "run the command printed", other codes "could not tell". */
-        return s.n_bad > 0 ? -TG_ERR_PCR_MISMATCH : 0;
+        return json_object_get_boolean(json_object_object_get(out, "ok")) ? 0 : -TG_ERR_PCR_MISMATCH;
 }

@@ -27,5 +27,13 @@ int cli_next_boot(const cli *c, const tg_config *config, tg_next_boot *ret, tg_p
  */
 int cli_prepare_prediction(const cli *c, const tg_config *config, tg_pcr_values *ret);
 
+/*
+ * update check's findings, printed by nobody: {"ok", "volumes": [{"device", "tokens": [{"token", "opens"
+ * (main|predicted|grace, null: will not open), "command", "malformed"}]}], "changes", "capsule_pending",
+ * "bank", "pcr7_current", "pcr7_predicted"} (the last five absent when no volume has a tpmguard token).
+ * The devices are c->args[1..], or c->crypttab's (/etc/crypttab).
+ */
+int cli_update_check_run(const cli *c, const tg_config *config, json_object **ret);
+
 /* tpmguard update check [DEV...]: will every token open with the PIN alone after the next boot? */
 int cmd_update_check(const cli *c, tg_config *config);

@@ -200,6 +200,67 @@ prepare_predicts_from_file() {
         pin_opens "$WORK/pin"
 }
 
+# The hooks (hooks/, initrd/, dracut/): against a fake PATH, they print the advice and never fail.
+test_case hooks_warn_never_fail
+hooks_warn_never_fail() {
+        setup
+        # As installed (configure_file leaves them unexecutable in the build tree).
+        local hooks="$WORK/hooks"
+        mkdir "$hooks"
+        cp "$TPMGUARD_BUILD"/hooks/{tpmguard-update-warn,tpmguard-apt-hook,zz-tpmguard} "$hooks/"
+        chmod +x "$hooks"/*
+        printf 'data %s none luks\n' "$WORK/disk.img" >"$WORK/crypttab"
+        # The installed tpmguard, with this test's log, efivars and crypttab.
+        mkdir "$WORK/bin"
+        cat >"$WORK/bin/tpmguard" <<EOF2
+#!/bin/sh
+verb=\$1 sub=\$2
+shift 2
+exec "$TPMGUARD" "\$verb" "\$sub" --event-log "$WORK/log" --efivars "$WORK/efivars" --crypttab "$WORK/crypttab" "\$@"
+EOF2
+        chmod +x "$WORK/bin/tpmguard"
+        export TPMGUARD_BIN="$WORK/bin/tpmguard" TPMGUARD_UPDATE_WARN="$hooks/tpmguard-update-warn"
+        export TPMGUARD_APT_FLAG="$WORK/apt-flag"
+        # Nothing pending: silent.
+        expect_exit 0 "$hooks/zz-tpmguard" 6.1.0-99-amd64
+        [ -z "$OUT$ERR" ]
+        pending_dbx
+        expect_exit 0 "$TPMGUARD" pcrs --predict --event-log "$WORK/log" --efivars "$WORK/efivars"
+        local arg=${OUT#--pcr }
+        expect_exit 0 "$hooks/zz-tpmguard" 6.1.0-99-amd64
+        [ "$ERR" = "W: tpmguard (kernel 6.1.0-99-amd64): $WORK/disk.img: token 0 will not open with the PIN alone after the next boot: run 'tpmguard update prepare --pcr $arg $WORK/disk.img'." ]
+        # apt: a package of the boot chain leaves the flag, Post-Invoke warns and clears it.
+        expect_exit 0 "$hooks/tpmguard-apt-hook" pre <<<"/var/cache/apt/archives/vim_9.0_amd64.deb"
+        [ ! -e "$WORK/apt-flag" ]
+        expect_exit 0 "$hooks/tpmguard-apt-hook" post
+        [ -z "$ERR" ]
+        printf '%s\n' /var/cache/apt/archives/vim_9.0_amd64.deb /var/cache/apt/archives/secureboot-db_1.9_amd64.deb \
+                >"$WORK/debs"
+        expect_exit 0 "$hooks/tpmguard-apt-hook" pre <"$WORK/debs"
+        [ -e "$WORK/apt-flag" ]
+        expect_exit 0 "$hooks/tpmguard-apt-hook" post
+        expect_in "W: tpmguard (apt): $WORK/disk.img: token 0 will not open" "$ERR"
+        expect_in "update prepare --pcr $arg" "$ERR"
+        [ ! -e "$WORK/apt-flag" ]
+        # After the command named: silent again.
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --pcr "$arg" "$WORK/disk.img"
+        expect_exit 0 "$hooks/tpmguard-update-warn" initramfs
+        [ -z "$ERR" ]
+        # A check that cannot run (a forged log: exit 3) warns and still succeeds.
+        cp "$WORK/log" "$WORK/log.good"
+        printf 'garbage' >"$WORK/log"
+        expect_exit 0 "$hooks/tpmguard-update-warn" dracut
+        expect_in "W: tpmguard (dracut): cannot tell" "$ERR"
+        TPMGUARD_BIN=/bin/false expect_exit 0 "$hooks/tpmguard-update-warn" kernel
+        # No tpmguard token in crypttab: exit 0 without reading a log or asking the TPM.
+        make_luks "$WORK/plain.img"
+        printf 'plain %s none luks\n' "$WORK/plain.img" >"$WORK/crypttab"
+        expect_exit 0 "$TPMGUARD" update check --crypttab "$WORK/crypttab" --event-log "$WORK/nonexistent" \
+                --tcti "swtpm:host=127.0.0.1,port=1"
+        expect_in "No volume with a tpmguard token" "$ERR"
+        unset TPMGUARD_BIN TPMGUARD_UPDATE_WARN TPMGUARD_APT_FLAG
+}
+
 test_case check_refuses_prepare_options
 check_refuses_prepare_options() {
         setup
