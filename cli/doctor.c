@@ -1100,6 +1100,8 @@ int tg_doctor_run(const tg_config *config, const tg_doctor_options *options, tg_
         tg_progress_done();
         check_verification(&d);
         check_volumes(&d);
+        if (d.options->update_check && d.options->update_check(config, d.options, d.report) < 0)
+                d.oom = true;
         tg_verified_tpm_free(TAKE_PTR(d.vtpm));
         check_initrd(&d);
         explicit_bzero(&d.pinned, sizeof d.pinned);

@@ -32,6 +32,8 @@
  *   volume          per LUKS2 volume (given, or from /etc/crypttab) and
  *                   tpmguard token: token valid, keyslot present, PCR policy
  *                   satisfiable with the current PCR values
+ *   update          a db/dbx/KEK change or a firmware capsule pending for the
+ *                   next boot, and the tokens it leaves unopenable (doctor-update.h)
  *   initrd          the plugin, the CLI and the pinned key are in the initrd
  *
  * Doctor reads; it never writes to the TPM's persistent state, a LUKS header
@@ -55,11 +57,13 @@ typedef struct tg_doctor_check {
         char *next_step;         /* what to do; NULL when nothing is to be done */
 } tg_doctor_check;
 
-typedef struct tg_doctor_report {
+struct tg_doctor_report {
         char *config_path;
         tg_doctor_check *checks;
         size_t n_checks;
-} tg_doctor_report;
+};
+
+typedef struct tg_doctor_report tg_doctor_report;
 
 typedef struct tg_doctor_options {
         const char *null_name_path;          /* overrides the configuration when set */
@@ -68,6 +72,11 @@ typedef struct tg_doctor_options {
         size_t n_devices;
         const char *crypttab;                /* NULL: /etc/crypttab */
         const char *initrd;                  /* NULL: /boot/initrd.img-$(uname -r); "": do not look */
+        /* The "update" check, after the volumes: appends its checks to the report (-TG_ERR_NOMEM only).
+         * Set by the command (cli/doctor-update.h: it lives beside update check); NULL: not run. */
+        int (*update_check)(const tg_config *config, const struct tg_doctor_options *o, struct tg_doctor_report *report);
+        const char *event_log;               /* for it: NULL, the kernel's */
+        const char *efivars_dir;             /* for it: NULL, /sys/firmware/efi/efivars */
 } tg_doctor_options;
 
 /* Runs every check. Fails only when out of memory: every finding is in the report. */

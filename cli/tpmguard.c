@@ -283,7 +283,7 @@ static const cli_command commands[] = {
         { "seal", "", "Seal a given keyslot secret; print token JSON for 'cryptsetup token import'",
           OPTS_SEAL | O(SECRET_FILE), CMD_CONFIG, cmd_seal },
         { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",
-          O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_doctor },
+          O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(EVENT_LOG) | O(EFIVARS) | O(JSON), CMD_CONFIG, cmd_doctor },
         { "change-pin", "DEV", "Change the PIN of a token (unseal, reseal with the new PIN)",
           O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_change_pin },
         { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",

@@ -261,6 +261,32 @@ EOF2
         unset TPMGUARD_BIN TPMGUARD_UPDATE_WARN TPMGUARD_APT_FLAG
 }
 
+# doctor reports the pending change and the command (issue 30 item 5).
+test_case doctor_reports_pending
+doctor_reports_pending() {
+        setup
+        expect_exit 0 "$TPMGUARD" doctor --initrd "" --event-log "$WORK/log" --efivars "$WORK/efivars" --json \
+                "$WORK/disk.img"
+        printf '%s' "$OUT" >"$WORK/doctor.json"
+        python3 - "$WORK/doctor.json" <<'PY'
+import json, sys
+u = [c for c in json.load(open(sys.argv[1]))["checks"] if c["check"] == "update"]
+assert len(u) == 1 and u[0]["status"] == "ok" and "No db, dbx or KEK change" in u[0]["summary"], u
+PY
+        pending_dbx
+        expect_exit 0 "$TPMGUARD" pcrs --predict --event-log "$WORK/log" --efivars "$WORK/efivars"
+        local arg=${OUT#--pcr }
+        expect_exit 14 "$TPMGUARD" doctor --initrd "" --event-log "$WORK/log" --efivars "$WORK/efivars" "$WORK/disk.img"
+        expect_in "A dbx update is pending and token 0 of $WORK/disk.img will not open with the PIN alone after the next boot." "$OUT"
+        expect_in "Before rebooting, run 'tpmguard update prepare --pcr $arg $WORK/disk.img'." "$OUT"
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --pcr "$arg" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" doctor --initrd "" --event-log "$WORK/log" --efivars "$WORK/efivars" "$WORK/disk.img"
+        expect_in "A dbx update is pending; token 0 of $WORK/disk.img opens after the next boot (its predicted seal)." "$OUT"
+        # No event log: the check says it could not look, and doctor's verdict does not change.
+        expect_exit 0 "$TPMGUARD" doctor --initrd "" --event-log "$WORK/nonexistent" --efivars "$WORK/efivars" "$WORK/disk.img"
+        expect_in "Not checked: the next boot's PCR values cannot be computed" "$OUT"
+}
+
 test_case check_refuses_prepare_options
 check_refuses_prepare_options() {
         setup
