@@ -260,33 +260,50 @@ static int read_update(const char *path, const char *variable, bool append, uint
         return 0;
 }
 
-static int predict(const cli *c, const tg_eventlog *log, const tg_pcr_replay *rp) {
-        _cleanup_free_ uint8_t *kek = NULL, *db = NULL, *dbx = NULL, *authority = NULL;
-        uint8_t **files[3] = { &kek, &db, &dbx };
-        _cleanup_json_ json_object *changes = NULL;
-        _cleanup_free_ char *value = NULL, *current = NULL;
+void cmd_pcrs_files_free(cmd_pcrs_files *f) {
+        for (unsigned i = 0; i < ELEMENTSOF(f->data); i++) {
+                free(f->data[i]);
+                f->data[i] = NULL;
+        }
+}
+
+int cmd_pcrs_predict_options(const cli *c, cmd_pcrs_files *files, tg_pcr7_predict_options *ret) {
         const char *paths[3] = { c->kek_file, c->db_file, c->dbx_file }, *names[3] = { "KEK", "db", "dbx" };
         tg_pcr7_predict_options o = { .efivars_dir = c->efivars_dir ?: TG_EFIVARS_PATH };
-        tg_pcr7_prediction p;
-        const char *bank;
         int r;
 
         for (unsigned i = 0; i < 3; i++)
                 if (paths[i]) {
-                        r = read_update(paths[i], names[i], !c->replace_variables, files[i], &o.updates[o.n_updates]);
+                        r = read_update(paths[i], names[i], !c->replace_variables, &files->data[i], &o.updates[o.n_updates]);
                         if (r < 0)
                                 return r;
                         o.n_updates++;
                 }
         if (c->authority_file) {
-                r = tg_read_file(c->authority_file, TG_EVENTLOG_MAX_EVENT_SIZE, &authority, &o.authority_size);
+                r = tg_read_file(c->authority_file, TG_EVENTLOG_MAX_EVENT_SIZE, &files->data[3], &o.authority_size);
                 if (r < 0)
                         return log_error_rc(r, "Cannot read the certificate %s.", c->authority_file);
-                _cleanup_free_ char *subject = tg_x509_der_subject(authority, o.authority_size);
+                _cleanup_free_ char *subject = tg_x509_der_subject(files->data[3], o.authority_size);
                 if (!subject)
                         return log_error_rc(-TG_ERR_INVALID, "%s is no DER X.509 certificate.", c->authority_file);
-                o.authority = authority;
+                o.authority = files->data[3];
         }
+        *ret = o;
+        return 0;
+}
+
+static int predict(const cli *c, const tg_eventlog *log, const tg_pcr_replay *rp) {
+        _cleanup_(cmd_pcrs_files_free) cmd_pcrs_files files = {};
+        _cleanup_json_ json_object *changes = NULL;
+        _cleanup_free_ char *value = NULL, *current = NULL;
+        tg_pcr7_predict_options o;
+        tg_pcr7_prediction p;
+        const char *bank;
+        int r;
+
+        r = cmd_pcrs_predict_options(c, &files, &o);
+        if (r < 0)
+                return r;
         r = tg_pcr7_predict(log, rp, &o, &p, &changes);
         if (r < 0)
                 return r;

@@ -9,6 +9,7 @@
 #include "cmd-report.h"
 #include "cmdline.h"
 #include "audit.h"
+#include "doctor-update.h"
 #include "doctor.h"
 #include "error.h"
 #include "json-util.h"
@@ -64,6 +65,9 @@ int cmd_doctor(const cli *c, tg_config *config) {
                 .n_devices = (size_t) c->n_args,
                 .crypttab = c->crypttab,
                 .initrd = c->initrd,
+                .update_check = tg_doctor_update_check,
+                .event_log = c->event_log,
+                .efivars_dir = c->efivars_dir,
         };
         int r;
 

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd-update-check.h"
 #include "cmd-update.h"
 #include "cmdline.h"
 #include "error.h"
@@ -132,13 +133,27 @@ static int finish_markers(const cli *c, const tg_config *config) {
 
 int cmd_update(const cli *c, tg_config *config) {
         tg_pcr_values predicted;
-        bool prepare;
+        bool prepare, have_prediction = false;
         int r = 0;
 
+        if (c->n_args >= 1 && strcmp(c->args[0], "check") == 0) {
+                if (c->boots || c->n_pcr_values > 0 || c->from_marker || c->pin_file || c->token >= 0)
+                        return log_error_rc(-TG_ERR_INVALID, "update check asks for no PIN and changes nothing: "
+                                            "--boots, --pcr, --from-marker, --pin-file and --token do not apply.");
+                return cmd_update_check(c, config);
+        }
         if (c->n_args < 1 || (strcmp(c->args[0], "prepare") != 0 && strcmp(c->args[0], "finish") != 0))
-                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard update prepare [--boots N] [--pcr N=BANK:HEX...] "
-                                    "DEV... | tpmguard update finish [--from-marker] DEV...");
+                return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard update check [DEV...] | tpmguard update prepare "
+                                    "[--boots N] [--pcr N=BANK:HEX...] DEV... | tpmguard update finish [--from-marker] DEV...");
         prepare = strcmp(c->args[0], "prepare") == 0;
+        if (c->crypttab || c->json)
+                return log_error_rc(-TG_ERR_INVALID, "--crypttab and --json apply to 'update check' only.");
+        if ((!prepare || c->boots || c->n_pcr_values > 0) &&
+            (c->event_log || c->db_file || c->dbx_file || c->kek_file || c->authority_file || c->replace_variables ||
+             c->efivars_dir || c->endorsement_auth_file || c->null_name))
+                return log_error_rc(-TG_ERR_INVALID, "--event-log, --db, --dbx, --kek, --authority, --replace-variables, "
+                                    "--efivars, --endorsement-auth-file and --null-name predict PCR 7: for 'update "
+                                    "check', and 'update prepare' without --boots or --pcr.");
         if (c->n_args < 2 && !(c->from_marker && !prepare))
                 return log_error_rc(-TG_ERR_INVALID, "update %s: name the volume(s), e.g. /dev/sda3.", c->args[0]);
         if (prepare && c->from_marker)
@@ -157,6 +172,14 @@ int cmd_update(const cli *c, tg_config *config) {
                                 return r;
                 }
         }
+        /* Neither given: the prediction when a change is known, else a grace (cmd-update-check.h). */
+        if (prepare && !c->boots && c->n_pcr_values == 0) {
+                r = cli_prepare_prediction(c, config, &predicted);
+                if (r < 0)
+                        return r;
+                have_prediction = r > 0;
+                r = 0;
+        }
         if (!prepare && c->from_marker && c->n_args < 2)
                 return finish_markers(c, config);
 
@@ -166,7 +189,7 @@ int cmd_update(const cli *c, tg_config *config) {
                 int k;
 
                 if (prepare)
-                        k = prepare_one(c, config, device, c->n_pcr_values > 0 ? &predicted : NULL);
+                        k = prepare_one(c, config, device, c->n_pcr_values > 0 || have_prediction ? &predicted : NULL);
                 else {
                         if (c->from_marker) {
                                 _cleanup_crypt_ struct crypt_device *cd = NULL;

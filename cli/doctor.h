@@ -7,6 +7,7 @@
 #include <json-c/json.h>
 
 #include "config.h"
+#include "doctor-report.h"
 #include "macro.h"
 #include "secret.h"
 #include "token.h"
@@ -34,34 +35,13 @@
  *                   satisfiable with the current PCR values
  *   secure-boot     per token that binds PCR 7: Secure Boot is on and out of
  *                   setup mode (efivars), else PCR 7 binds almost nothing
+ *   update          a db/dbx/KEK change or a firmware capsule pending for the
+ *                   next boot, and the tokens it leaves unopenable (doctor-update.h)
  *   initrd          the plugin, the CLI and the pinned key are in the initrd
  *
  * Doctor reads; it never writes to the TPM's persistent state, a LUKS header
  * or /etc. Nothing secret is involved: it never unseals.
  */
-
-typedef enum tg_doctor_status {
-        TG_DOCTOR_OK,
-        TG_DOCTOR_SKIPPED,  /* not checked; summary says why */
-        TG_DOCTOR_WARNING,  /* works, with a weakness worth knowing; not a failure */
-        TG_DOCTOR_PROBLEM,  /* something is broken or unsafe; error says which class */
-} tg_doctor_status;
-
-typedef struct tg_doctor_check {
-        const char *id;          /* "kernel", "tpm", ...: static */
-        char *subject;           /* a device, file or token; NULL when the check is global */
-        tg_doctor_status status;
-        int error;               /* -TG_ERR_* for a problem, 0 otherwise */
-        char *summary;           /* what was found, one sentence */
-        char *detail;            /* what the core logged while checking, or NULL */
-        char *next_step;         /* what to do; NULL when nothing is to be done */
-} tg_doctor_check;
-
-typedef struct tg_doctor_report {
-        char *config_path;
-        tg_doctor_check *checks;
-        size_t n_checks;
-} tg_doctor_report;
 
 typedef struct tg_doctor_options {
         const char *null_name_path;          /* overrides the configuration when set */
@@ -70,23 +50,14 @@ typedef struct tg_doctor_options {
         size_t n_devices;
         const char *crypttab;                /* NULL: /etc/crypttab */
         const char *initrd;                  /* NULL: /boot/initrd.img-$(uname -r); "": do not look */
+        /* The "update" check, after the volumes: appends its checks to the report (-TG_ERR_NOMEM only).
+         * Set by the command (cli/doctor-update.h: it lives beside update check); NULL: not run. */
+        int (*update_check)(const tg_config *config, const struct tg_doctor_options *o, struct tg_doctor_report *report);
+        const char *event_log;               /* for it: NULL, the kernel's */
+        const char *efivars_dir;             /* for it: NULL, /sys/firmware/efi/efivars */
 } tg_doctor_options;
 
 /* Runs every check. Fails only when out of memory: every finding is in the report. */
 int tg_doctor_run(const tg_config *config, const tg_doctor_options *options, tg_doctor_report **ret);
-void tg_doctor_report_free(tg_doctor_report *r);
-DEFINE_TRIVIAL_CLEANUP_FUNC(tg_doctor_report *, tg_doctor_report_free);
-#define _cleanup_doctor_report_ _cleanup_(tg_doctor_report_freep)
-
-/* The most severe problem's -TG_ERR_* (see tg_err_more_severe), or 0 when there is none. */
-int tg_doctor_report_worst(const tg_doctor_report *r);
-/* The report for machines: { "config", "verdict", "exit_code", "most_severe", "checks": [...] }. */
-int tg_doctor_report_to_json(const tg_doctor_report *r, json_object **ret);
-/* The report for people. */
-void tg_doctor_report_print(const tg_doctor_report *r, FILE *f);
-
-/* True when error class a is more severe than b (for the exit code of several problems). */
-bool tg_err_more_severe(int a, int b);
-const char *tg_doctor_status_to_string(tg_doctor_status s);
 
 

@@ -259,7 +259,7 @@ static const struct command_example {
         { "reseal", "tpmguard reseal /dev/nvme0n1p3\ntpmguard reseal --pcrs 7 --unlock-key-file - /dev/nvme0n1p3" },
         { "recovery-key", "tpmguard recovery-key /dev/nvme0n1p3\ntpmguard recovery-key --replace 0 /dev/nvme0n1p3" },
         { "passwd", "tpmguard passwd --key-slot 0 /dev/nvme0n1p3" },
-        { "update", "tpmguard update prepare /dev/nvme0n1p3\ntpmguard update finish /dev/nvme0n1p3" },
+        { "update", "tpmguard update check\ntpmguard update prepare /dev/nvme0n1p3" },
         { "remove", "tpmguard remove --dry-run /dev/nvme0n1p3\ntpmguard remove --token 1 /dev/nvme0n1p3" },
         { "status", "tpmguard status\ntpmguard status --json UUID=0b3e6c1a-5f2d-4e8b-9a71-2c4d6e8f0a1b" },
         { "pcrs", "tpmguard pcrs\ntpmguard pcrs --predict --dbx dbxupdate_x64.bin" },
@@ -366,7 +366,7 @@ static const cli_command commands[] = {
         { "seal", "", "Seal a given keyslot secret; print token JSON for 'cryptsetup token import'",
           OPTS_SEAL | O(SECRET_FILE), CMD_CONFIG, cmd_seal },
         { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",
-          O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG, cmd_doctor },
+          O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(EVENT_LOG) | O(EFIVARS) | O(JSON), CMD_CONFIG, cmd_doctor },
         { "change-pin", "DEV", "Change the PIN of a token (unseal, reseal with the new PIN)",
           O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_change_pin },
         { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",
@@ -378,9 +378,12 @@ static const cli_command commands[] = {
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(REPLACE) | O(ITER_TIME), CMD_CONFIG, cmd_recovery_key },
         { "passwd", "DEV", "Change a typed passphrase (authorized by the token's PIN or a passphrase)",
           O(TOKEN) | O(PIN_FILE) | O(UNLOCK_KEY_FILE) | O(KEY_SLOT) | O(NEW_PASSPHRASE_FILE) | O(ITER_TIME), CMD_CONFIG, cmd_passwd },
-        { "update", "prepare|finish DEV...", "Before a firmware or boot chain update: let the next boots unlock with "
-          "the PIN (prepare); after it: bind the token to the new PCR values (finish)",
-          O(TOKEN) | O(PIN_FILE) | O(PCR) | O(BOOTS) | O(FROM_MARKER), CMD_CONFIG, cmd_update },
+        { "update", "check|prepare|finish DEV...", "Before a firmware or boot chain update: will the next boot open "
+          "every token (check); let the next boots unlock with the PIN (prepare); after it: bind the token to the new "
+          "PCR values (finish)",
+          O(TOKEN) | O(PIN_FILE) | O(PCR) | O(BOOTS) | O(FROM_MARKER) | O(CRYPTTAB) | O(EVENT_LOG) | O(DB) | O(DBX) |
+          O(KEK) | O(AUTHORITY) | O(REPLACE_VARIABLES) | O(EFIVARS) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG,
+          cmd_update },
         { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN) | O(DRY_RUN), CMD_CONFIG,
           cmd_remove },
         { "status", "[DEV]", "Tokens, keyslots, PCR policy state, interrupted operations, TPM state; "

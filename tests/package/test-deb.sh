@@ -158,9 +158,24 @@ else
         skip "systemd-cryptsetup@.service drop-in in the systemd unit directory" "no units/ in this tree"
 fi
 
+# Before the reboot, say so (hooks/): the warning, the kernel postinst hook and the apt hook.
+if [ -d "$SRC/hooks" ]; then
+        check "tpmguard-update-warn and tpmguard-apt-hook in /usr/libexec/tpmguard" \
+                sh -c "test -x '$R/usr/libexec/tpmguard/tpmguard-update-warn' && test -x '$R/usr/libexec/tpmguard/tpmguard-apt-hook'"
+        check "kernel postinst hook /etc/kernel/postinst.d/zz-tpmguard, a conffile" \
+                sh -c "test -x '$R/etc/kernel/postinst.d/zz-tpmguard' &&
+                       grep -qx /etc/kernel/postinst.d/zz-tpmguard '$T/control/conffiles'"
+        check "apt hook /etc/apt/apt.conf.d/80tpmguard (Pre-Install-Pkgs, Post-Invoke), a conffile" \
+                sh -c "grep -q '^DPkg::Pre-Install-Pkgs.*/usr/libexec/tpmguard/tpmguard-apt-hook pre' '$R/etc/apt/apt.conf.d/80tpmguard' &&
+                       grep -q '^DPkg::Post-Invoke.*/usr/libexec/tpmguard/tpmguard-apt-hook post' '$R/etc/apt/apt.conf.d/80tpmguard' &&
+                       grep -qx /etc/apt/apt.conf.d/80tpmguard '$T/control/conffiles'"
+else
+        skip "the update hooks" "no hooks/ in this tree"
+fi
+
 # Nothing outside the places above.
 unexpected=$(cd "$R" && find . -type f | sed 's|^\.||' | grep -vE \
-        "^(/usr/sbin/tpmguard|$plugin|/etc/tpmguard/tpmguard.conf|/usr/share/(man|doc|bash-completion|initramfs-tools)/.*|/usr/share/tpmguard/ek-ca/(roots.pem|intermediates.pem|MANIFEST|LICENSE)|/usr/lib/dracut/modules.d/90tpmguard/.*|/(usr/)?lib/systemd/system(-sleep)?/.*|/usr/libexec/tpmguard/.*)$")
+        "^(/usr/sbin/tpmguard|$plugin|/etc/tpmguard/tpmguard.conf|/etc/kernel/postinst.d/zz-tpmguard|/etc/apt/apt.conf.d/80tpmguard|/usr/share/(man|doc|bash-completion|initramfs-tools)/.*|/usr/share/tpmguard/ek-ca/(roots.pem|intermediates.pem|MANIFEST|LICENSE)|/usr/lib/dracut/modules.d/90tpmguard/.*|/(usr/)?lib/systemd/system(-sleep)?/.*|/usr/libexec/tpmguard/.*)$")
 [ -n "$unexpected" ] && echo "# unexpected: $unexpected"
 check "no file outside the expected places" test -z "$unexpected"
 
