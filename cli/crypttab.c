@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 /*
- * The device column of /etc/crypttab, for doctor (which volumes to check).
- * Only the first two fields of each line are read; the file is never
- * trusted to say anything about security (the token in each volume's header
- * is what is checked).
+ * /etc/crypttab for doctor: the device column (which volumes to check) and
+ * the name and options columns (which options turn tpmguard off or are
+ * ignored by the initrd: doctor-crypttab.c). The file is never trusted to say
+ * anything about security (the token in each volume's header is what is
+ * checked).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -51,17 +52,38 @@ static int crypttab_device_path(const char *spec, char **ret) {
         return *ret ? 0 : -TG_ERR_NOMEM;
 }
 
-int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
+/* Appends a copy of s to *v (n entries); on failure *v is unchanged. */
+static int strv_push(char ***v, size_t n, const char *s) {
+        char **grown, *copy = strdup(s);
+
+        if (!copy)
+                return -TG_ERR_NOMEM;
+        grown = reallocarray(*v, n + 1, sizeof **v);
+        if (!grown) {
+                free(copy);
+                return -TG_ERR_NOMEM;
+        }
+        grown[n] = copy;
+        *v = grown;
+        return 0;
+}
+
+int tg_crypttab_entries(const char *path, char ***ret_names, char ***ret_devices, char ***ret_options,
+                        size_t *ret_n) {
         _cleanup_free_ uint8_t *data = NULL;
         _cleanup_free_ char *text = NULL;
-        char **devices = NULL;
-        size_t size, n = 0;
+        char **names = NULL, **devices = NULL, **options = NULL;
+        size_t size, nd = 0, nn = 0, no = 0;
         unsigned line = 0;
         char *l, *next;
         int r;
 
         r = tg_read_file(path, CRYPTTAB_MAX, &data, &size);
         if (r == -TG_ERR_NOT_FOUND) {
+                if (ret_names)
+                        *ret_names = NULL;
+                if (ret_options)
+                        *ret_options = NULL;
                 *ret_devices = NULL;
                 *ret_n = 0;
                 return 0;
@@ -75,14 +97,14 @@ int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
                 return -TG_ERR_NOMEM;
 
         for (l = text; l; l = next) {
-                char *fields[2], *save = NULL, *dev = NULL, **grown;
+                char *fields[4], *save = NULL, *dev = NULL;
                 int nf = 0;
 
                 next = strchr(l, '\n');
                 if (next)
                         *next++ = '\0';
                 line++;
-                for (char *t = strtok_r(l, " \t\r", &save); t && nf < 2; t = strtok_r(NULL, " \t\r", &save)) {
+                for (char *t = strtok_r(l, " \t\r", &save); t && nf < 4; t = strtok_r(NULL, " \t\r", &save)) {
                         if (nf == 0 && t[0] == '#')
                                 break;
                         fields[nf++] = t;
@@ -90,28 +112,51 @@ int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
                 if (nf == 0)
                         continue;
                 if (nf < 2) {
-                        tg_strv_free(devices, n);
-                        return log_error_rc(-TG_ERR_INVALID, "%s:%u: expected \"NAME DEVICE [KEY [OPTIONS]]\".",
-                                            path, line);
+                        r = log_error_rc(-TG_ERR_INVALID, "%s:%u: expected \"NAME DEVICE [KEY [OPTIONS]]\".",
+                                         path, line);
+                        goto fail;
                 }
                 r = crypttab_device_path(fields[1], &dev);
                 if (r < 0) {
-                        tg_strv_free(devices, n);
-                        return r == -TG_ERR_NOMEM ? r
-                                                  : log_error_rc(r, "%s:%u: \"%s\" is neither a path nor "
-                                                                 "UUID=, PARTUUID=, LABEL=, PARTLABEL= or ID=.",
-                                                                 path, line, fields[1]);
+                        if (r != -TG_ERR_NOMEM)
+                                r = log_error_rc(r, "%s:%u: \"%s\" is neither a path nor "
+                                                 "UUID=, PARTUUID=, LABEL=, PARTLABEL= or ID=.",
+                                                 path, line, fields[1]);
+                        goto fail;
                 }
-                grown = reallocarray(devices, n + 1, sizeof *devices);
-                if (!grown) {
-                        free(dev);
-                        tg_strv_free(devices, n);
-                        return -TG_ERR_NOMEM;
+                r = strv_push(&devices, nd, dev);
+                free(dev);
+                if (r < 0)
+                        goto fail;
+                nd++;
+                if (ret_names) {
+                        r = strv_push(&names, nn, fields[0]);
+                        if (r < 0)
+                                goto fail;
+                        nn++;
                 }
-                devices = grown;
-                devices[n++] = dev;
+                if (ret_options) {
+                        r = strv_push(&options, no, nf == 4 ? fields[3] : "");
+                        if (r < 0)
+                                goto fail;
+                        no++;
+                }
         }
+        if (ret_names)
+                *ret_names = names;
+        if (ret_options)
+                *ret_options = options;
         *ret_devices = devices;
-        *ret_n = n;
+        *ret_n = nd;
         return 0;
+
+fail:
+        tg_strv_free(devices, nd);
+        tg_strv_free(names, nn);
+        tg_strv_free(options, no);
+        return r;
+}
+
+int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
+        return tg_crypttab_entries(path, NULL, ret_devices, NULL, ret_n);
 }

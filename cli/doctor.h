@@ -32,6 +32,8 @@
  *   volume          per LUKS2 volume (given, or from /etc/crypttab) and
  *                   tpmguard token: token valid, keyslot present, PCR policy
  *                   satisfiable with the current PCR values
+ *   crypttab-options  crypttab options of tpmguard volumes that turn its unlock off or
+ *                   that the installed initrd flavour ignores (doctor-crypttab.h)
  *   initrd          the plugin, the CLI and the pinned key are in the initrd
  *
  * Doctor reads; it never writes to the TPM's persistent state, a LUKS header
