@@ -6,6 +6,7 @@
  * is what is checked).
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -52,12 +53,15 @@ static int crypttab_device_path(const char *spec, char **ret) {
 }
 
 /*
- * The lines of a crypttab file as (name, device spec) pairs, bounded
- * (CRYPTTAB_MAX bytes): hostile text, read only for its first two fields.
- * each is called per line; a non-zero return stops the walk and is returned.
+ * The lines of a crypttab file as (name, device spec, options) triples, bounded
+ * (CRYPTTAB_MAX bytes): hostile text, read only for its first four fields
+ * (options "" when the line has none). each is called per line; a non-zero
+ * return stops the walk and is returned.
  */
-static int crypttab_walk(const char *path, int (*each)(const char *name, const char *spec, const char *path,
-                                                        unsigned line, void *userdata), void *userdata) {
+typedef int (*crypttab_each)(const char *name, const char *spec, const char *options, const char *path,
+                             unsigned line, void *userdata);
+
+static int crypttab_walk(const char *path, crypttab_each each, void *userdata) {
         _cleanup_free_ uint8_t *data = NULL;
         _cleanup_free_ char *text = NULL;
         size_t size;
@@ -77,14 +81,14 @@ static int crypttab_walk(const char *path, int (*each)(const char *name, const c
                 return -TG_ERR_NOMEM;
 
         for (l = text; l; l = next) {
-                char *fields[2], *save = NULL;
+                char *fields[4], *save = NULL;
                 int nf = 0;
 
                 next = strchr(l, '\n');
                 if (next)
                         *next++ = '\0';
                 line++;
-                for (char *t = strtok_r(l, " \t\r", &save); t && nf < 2; t = strtok_r(NULL, " \t\r", &save)) {
+                for (char *t = strtok_r(l, " \t\r", &save); t && nf < 4; t = strtok_r(NULL, " \t\r", &save)) {
                         if (nf == 0 && t[0] == '#')
                                 break;
                         fields[nf++] = t;
@@ -94,21 +98,39 @@ static int crypttab_walk(const char *path, int (*each)(const char *name, const c
                 if (nf < 2)
                         return log_error_rc(-TG_ERR_INVALID, "%s:%u: expected \"NAME DEVICE [KEY [OPTIONS]]\".",
                                             path, line);
-                r = each(fields[0], fields[1], path, line, userdata);
+                r = each(fields[0], fields[1], nf == 4 ? fields[3] : "", path, line, userdata);
                 if (r != 0)
                         return r;
         }
         return 0;
 }
 
-typedef struct device_list {
-        char **devices;
+typedef struct entry_lists {
+        char **names, **devices, **options;  /* names, options: NULL when not asked for */
+        bool want_names, want_options;
         size_t n;
-} device_list;
+} entry_lists;
 
-static int add_device(_unused_ const char *name, const char *spec, const char *path, unsigned line, void *userdata) {
-        device_list *l = userdata;
-        char *dev = NULL, **grown;
+static void entry_lists_done(entry_lists *l) {
+        tg_strv_free(l->names, l->want_names ? l->n : 0);
+        tg_strv_free(l->devices, l->n);
+        tg_strv_free(l->options, l->want_options ? l->n : 0);
+}
+
+/* Grows v (n entries) by one slot for the next entry; on failure v is unchanged. */
+static int strv_grow(char ***v, size_t n) {
+        char **grown = reallocarray(*v, n + 1, sizeof **v);
+
+        if (!grown)
+                return -TG_ERR_NOMEM;
+        *v = grown;
+        return 0;
+}
+
+static int add_entry(const char *name, const char *spec, const char *options, const char *path, unsigned line,
+                     void *userdata) {
+        entry_lists *l = userdata;
+        _cleanup_free_ char *dev = NULL, *name_copy = NULL, *options_copy = NULL;
         int r;
 
         r = crypttab_device_path(spec, &dev);
@@ -117,28 +139,42 @@ static int add_device(_unused_ const char *name, const char *spec, const char *p
                                           : log_error_rc(r, "%s:%u: \"%s\" is neither a path nor "
                                                          "UUID=, PARTUUID=, LABEL=, PARTLABEL= or ID=.",
                                                          path, line, spec);
-        grown = reallocarray(l->devices, l->n + 1, sizeof *l->devices);
-        if (!grown) {
-                free(dev);
+        if ((l->want_names && !(name_copy = strdup(name))) || (l->want_options && !(options_copy = strdup(options))))
                 return -TG_ERR_NOMEM;
+        /* Every list grows before any is written, so that they keep one length. */
+        if (strv_grow(&l->devices, l->n) < 0 || (l->want_names && strv_grow(&l->names, l->n) < 0) ||
+            (l->want_options && strv_grow(&l->options, l->n) < 0))
+                return -TG_ERR_NOMEM;
+        l->devices[l->n] = TAKE_PTR(dev);
+        if (l->want_names)
+                l->names[l->n] = TAKE_PTR(name_copy);
+        if (l->want_options)
+                l->options[l->n] = TAKE_PTR(options_copy);
+        l->n++;
+        return 0;
+}
+
+int tg_crypttab_entries(const char *path, char ***ret_names, char ***ret_devices, char ***ret_options,
+                        size_t *ret_n) {
+        entry_lists l = { .want_names = ret_names != NULL, .want_options = ret_options != NULL };
+        int r;
+
+        r = crypttab_walk(path, add_entry, &l);
+        if (r < 0) {
+                entry_lists_done(&l);
+                return r;
         }
-        l->devices = grown;
-        l->devices[l->n++] = dev;
+        if (ret_names)
+                *ret_names = l.names;
+        if (ret_options)
+                *ret_options = l.options;
+        *ret_devices = l.devices;
+        *ret_n = l.n;
         return 0;
 }
 
 int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n) {
-        device_list l = {};
-        int r;
-
-        r = crypttab_walk(path, add_device, &l);
-        if (r < 0) {
-                tg_strv_free(l.devices, l.n);
-                return r;
-        }
-        *ret_devices = l.devices;
-        *ret_n = l.n;
-        return 0;
+        return tg_crypttab_entries(path, NULL, ret_devices, NULL, ret_n);
 }
 
 typedef struct name_lookup {
@@ -146,8 +182,8 @@ typedef struct name_lookup {
         char *spec;
 } name_lookup;
 
-static int match_name(const char *name, const char *spec, _unused_ const char *path, _unused_ unsigned line,
-                      void *userdata) {
+static int match_name(const char *name, const char *spec, _unused_ const char *options, _unused_ const char *path,
+                      _unused_ unsigned line, void *userdata) {
         name_lookup *q = userdata;
 
         if (strcmp(name, q->name) != 0)
@@ -174,8 +210,8 @@ typedef struct entry_list {
         void *userdata;
 } entry_list;
 
-static int call_each(const char *name, const char *spec, _unused_ const char *path, _unused_ unsigned line,
-                     void *userdata) {
+static int call_each(const char *name, const char *spec, _unused_ const char *options, _unused_ const char *path,
+                     _unused_ unsigned line, void *userdata) {
         entry_list *e = userdata;
         return e->each(name, spec, e->userdata);
 }

@@ -10,6 +10,10 @@
  * A missing file gives an empty list.
  */
 int tg_crypttab_devices(const char *path, char ***ret_devices, size_t *ret_n);
+/* The same, with each line's name and options ("" when the line has none),
+ * in lists of the same length; ret_names and ret_options may be NULL. */
+int tg_crypttab_entries(const char *path, char ***ret_names, char ***ret_devices, char ***ret_options,
+                        size_t *ret_n);
 void tg_strv_free(char **v, size_t n);
 /* The device spec (second field, as written) of the crypttab line named name: -TG_ERR_NOT_FOUND if none. */
 int tg_crypttab_lookup(const char *path, const char *name, char **ret_spec);

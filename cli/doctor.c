@@ -22,6 +22,7 @@
 #include "crypttab.h"
 #include "da.h"
 #include "doctor.h"
+#include "doctor-crypttab.h"
 #include "ek.h"
 #include "error.h"
 #include "log.h"
@@ -827,6 +828,19 @@ static void check_volume(doctor *d, const char *device, bool from_crypttab) {
         }
 }
 
+/* crypttab options that turn tpmguard off or that the initrd ignores (doctor-crypttab.c). */
+static void check_crypttab_options(doctor *d, const char *crypttab) {
+        tg_crypttab_finding *f = NULL;
+        size_t n = 0;
+
+        if (tg_crypttab_option_findings(crypttab, d->config->pin_tries, &f, &n) < 0)
+                d->oom = true;
+        for (size_t i = 0; i < n; i++)
+                set_next(d, add_check(d, "crypttab-options", f[i].subject, f[i].problem ? TG_DOCTOR_PROBLEM : TG_DOCTOR_WARNING,
+                                      -TG_ERR_INVALID, "%s", f[i].summary), "%s", f[i].next_step);
+        tg_crypttab_findings_free(f, n);
+}
+
 static void check_volumes(doctor *d) {
         const char *crypttab = d->options->crypttab ?: "/etc/crypttab";
         char **devices = NULL;
@@ -855,6 +869,7 @@ static void check_volumes(doctor *d) {
         for (size_t i = 0; i < n; i++)
                 check_volume(d, devices[i], true);
         tg_strv_free(devices, n);
+        check_crypttab_options(d, crypttab);
 }
 
 /* ---- Initrd. ---- */

@@ -37,6 +37,8 @@
  *                   setup mode (efivars), else PCR 7 binds almost nothing
  *   update          a db/dbx/KEK change or a firmware capsule pending for the
  *                   next boot, and the tokens it leaves unopenable (doctor-update.h)
+ *   crypttab-options  crypttab options of tpmguard volumes that turn its unlock off or
+ *                   that the installed initrd flavour ignores (doctor-crypttab.h)
  *   initrd          the plugin, the CLI and the pinned key are in the initrd
  *
  * Doctor reads; it never writes to the TPM's persistent state, a LUKS header

@@ -230,8 +230,10 @@ hibernate_through_sleep_hook() {
         hibernate_power_cycle
         boot_extend
         after=$(counters)
-        [ "${after% *}" = "${before% *}" ] && [ "${after#* }" = $((${before#* } + 1)) ] ||
-                { echo "# Shutdown(STATE) + power cycle + Startup(CLEAR): counters $before -> $after" >&2; return 1; }
+        if [ "${after% *}" != "${before% *}" ] || [ "${after#* }" != $((${before#* } + 1)) ]; then
+                echo "# Shutdown(STATE) + power cycle + Startup(CLEAR): counters $before -> $after" >&2
+                return 1
+        fi
         expect_exit 0 sleep_hook post hibernate
         expect_in "Resumed from hibernate" "$OUT"
         expect_exit 0 "$TPMGUARD" verify
@@ -241,8 +243,10 @@ hibernate_through_sleep_hook() {
         hibernate_power_cycle clear
         boot_extend
         after=$(counters)
-        [ "${after% *}" = $((${before% *} + 1)) ] && [ "${after#* }" = 0 ] ||
-                { echo "# Shutdown(CLEAR) + power cycle + Startup(CLEAR): counters $before -> $after" >&2; return 1; }
+        if [ "${after% *}" != $((${before% *} + 1)) ] || [ "${after#* }" != 0 ]; then
+                echo "# Shutdown(CLEAR) + power cycle + Startup(CLEAR): counters $before -> $after" >&2
+                return 1
+        fi
         expect_exit 0 sleep_hook post hibernate
         expect_exit 0 "$TPMGUARD" verify
 

@@ -186,6 +186,28 @@ TAB
         expect_in "crypttab:6" "$OUT"
 }
 
+# Issue 32 §3: a guide's tpm2-measure-pcr=yes on a tpmguard volume turns its unlock off (dracut,
+# systemd 253+) or is ignored (initramfs-tools); doctor names it, with the reason and the fix.
+# The same option on a volume without a tpmguard token is not tpmguard's business.
+test_case crypttab_options_named
+crypttab_options_named() {
+        setup_enrolled
+        make_luks "$WORK/other.img"
+        cat >"$WORK/crypttab" <<TAB
+root   $WORK/disk.img   none   luks,discard,tpm2-measure-pcr=yes,headless=yes
+data   $WORK/other.img  none   luks,fixate-volume-key=abc
+TAB
+        expect_exit 2 doctor
+        expect_in "[FAIL] crypttab-options root: crypttab option 'tpm2-measure-pcr=yes'" "$OUT"
+        expect_in "Remove 'tpm2-measure-pcr=yes' from the line of root in /etc/crypttab" "$OUT"
+        expect_in "[WARN] crypttab-options root: crypttab option 'headless=yes': no PIN is asked" "$OUT"
+        refute_in "crypttab-options data" "$OUT"
+        # tpm2-measure-pcr=no measures nothing: nothing to name.
+        sed -i 's/tpm2-measure-pcr=yes,headless=yes/tpm2-measure-pcr=no/' "$WORK/crypttab"
+        expect_exit 0 doctor
+        refute_in "crypttab-options" "$OUT"
+}
+
 test_case named_device_missing
 named_device_missing() {
         setup_enrolled

@@ -50,6 +50,31 @@ static void test_crypttab(void **state) {
         free(path);
 }
 
+/* The name and options columns, for doctor's crypttab-options check. */
+static void test_crypttab_entries(void **state) {
+        char *path = write_temp("# comment\n"
+                                "root UUID=0d2c5b1e-1c0b-4a5e-9d1e-0f2f5b7a9c11 none luks,tpm2-measure-pcr=yes\n"
+                                "home /dev/sda2\n"
+                                "swap /dev/sda3 /dev/urandom swap,cipher=aes-xts-plain64 trailing\n");
+        char **names = NULL, **devices = NULL, **options = NULL;
+        size_t n = 0;
+
+        (void) state;
+        assert_int_equal(tg_crypttab_entries(path, &names, &devices, &options, &n), 0);
+        assert_int_equal(n, 3);
+        assert_string_equal(names[0], "root");
+        assert_string_equal(options[0], "luks,tpm2-measure-pcr=yes");
+        assert_string_equal(names[1], "home");
+        assert_string_equal(devices[1], "/dev/sda2");
+        assert_string_equal(options[1], "");
+        assert_string_equal(options[2], "swap,cipher=aes-xts-plain64");
+        tg_strv_free(names, n);
+        tg_strv_free(devices, n);
+        tg_strv_free(options, n);
+        unlink(path);
+        free(path);
+}
+
 static void test_crypttab_missing_is_empty(void **state) {
         char **devices = (char **) 1;
         size_t n = 99;
@@ -179,6 +204,7 @@ static void test_report_print(void **state) {
 int main(void) {
         const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_crypttab),
+                cmocka_unit_test(test_crypttab_entries),
                 cmocka_unit_test(test_crypttab_missing_is_empty),
                 cmocka_unit_test(test_crypttab_rejects),
                 cmocka_unit_test(test_severity),
