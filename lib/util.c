@@ -191,9 +191,24 @@ int tg_write_file_atomic(const char *path, const void *data, size_t size, unsign
         return 0;
 
 fail:
-        log_error("Cannot write %s: %m", path);
+        log_error("Cannot write %s: %m.%s", path, tg_write_error_next_step(errno));
         (void) unlink(tmp);
         return -TG_ERR_IO;
+}
+
+const char *tg_write_error_next_step(int errnum) {
+        switch (errnum) {
+        case ENOSPC:
+        case EDQUOT:
+                return " The filesystem is full: free space on it (df -h shows which), then run the command again.";
+        case EROFS:
+                return " The filesystem is mounted read-only: remount it read-write, then run the command again.";
+        case EACCES:
+        case EPERM:
+                return " Run the command as root.";
+        default:
+                return "";
+        }
 }
 
 int tg_asprintf(char **ret, const char *format, ...) {

@@ -150,7 +150,8 @@ static int key_create(const char *state_dir, const char *path) {
         return 0;
 
 fail:
-        r = log_error_rc(-TG_ERR_IO, "Cannot write the pending-marker key %s: %m. Nothing was changed.", path);
+        r = log_error_rc(-TG_ERR_IO, "Cannot write the pending-marker key %s: %m. Nothing was changed.%s", path,
+                         tg_write_error_next_step(errno));
         (void) unlink(tmp);
         return r;
 }
@@ -282,6 +283,8 @@ int tg_pending_marker_sign(const char *state_dir, struct crypt_device *cd, tg_pe
         int r;
 
         r = tg_marker_key_load(state_dir, true, &key);
+        if (r == -TG_ERR_IO)
+                return r;   /* the cause and the next step are logged: one line, not three */
         if (r < 0)
                 return log_error_rc(r, "Cannot sign the pending marker: nothing was changed.");
         /* The operation's first marker write: its nonce, registered before the marker exists. */

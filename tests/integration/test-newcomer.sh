@@ -502,4 +502,29 @@ package_recommends_and_readme_debian() {
         done
 }
 
+# A full filesystem under state_dir (a full /etc): one line that names the cause
+# and the next step, not three overlapping ones; nothing changed on the volume.
+test_case full_state_dir_names_the_next_step
+full_state_dir_names_the_next_step() {
+        local before rc=0
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        before=$(cryptsetup luksDump "$WORK/disk.img" | sha256sum)
+        cp -a "$WORK/state" "$WORK/state.copy"
+        mount -t tmpfs -o size=64k,mode=0700 tmpfs "$WORK/state"
+        cp -a "$WORK/state.copy/." "$WORK/state/"
+        dd if=/dev/zero of="$WORK/state/fill" bs=4k 2>/dev/null || :
+        expect_exit 1 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img" || rc=1
+        umount "$WORK/state"
+        [ "$rc" = 0 ] || return 1
+        expect_in "No space left on device" "$ERR"
+        expect_in "The filesystem is full: free space on it" "$ERR"
+        refute_in "Cannot sign the pending marker" "$ERR"
+        [ "$(cryptsetup luksDump "$WORK/disk.img" | sha256sum)" = "$before" ] ||
+                { echo "# the volume changed" >&2; return 1; }
+}
+
 run_cases
