@@ -28,20 +28,9 @@
 
 #define CONSOLE "/dev/console"
 
-static int write_all(int fd, const void *data, size_t size) {
-        const uint8_t *p = data;
-
-        while (size > 0) {
-                ssize_t k = write(fd, p, size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return log_error_rc(-TG_ERR_IO, "Cannot write the TOTP output: %m");
-                }
-                p += k;
-                size -= (size_t) k;
-        }
-        return 0;
+/* The TOTP's output (the URI, the code) to fd: all of it, or an error that says so. */
+static int write_out(int fd, const void *data, size_t size) {
+        return tg_write_all(fd, data, size) < 0 ? log_error_rc(-TG_ERR_IO, "Cannot write the TOTP output: %m") : 0;
 }
 
 static int totp_enroll(const cli *c, const tg_config *config) {
@@ -84,13 +73,13 @@ static int totp_enroll(const cli *c, const tg_config *config) {
                                 "when it boots this chain on this TPM.\nAdd it to your authenticator app now (it is shown "
                                 "only now and stored nowhere readable):\n\n    ",
                                 tg_pcr_bank_to_string(p.pcr_bank), pcrs);
-                r = write_all(STDOUT_FILENO, head, strlen(head));
+                r = write_out(STDOUT_FILENO, head, strlen(head));
         }
         /* Without a terminal, the URI alone (for scripts). */
         if (r >= 0)
-                r = write_all(STDOUT_FILENO, uri->data, uri->size);
+                r = write_out(STDOUT_FILENO, uri->data, uri->size);
         if (r >= 0)
-                r = write_all(STDOUT_FILENO, tty ? "\n\n" : "\n", tty ? 2 : 1);
+                r = write_out(STDOUT_FILENO, tty ? "\n\n" : "\n", tty ? 2 : 1);
         if (r >= 0 && tty)
                 r = tg_show_qr(uri);
         if (r < 0)
@@ -135,7 +124,7 @@ static void console_show(const char *line1, const char *line2) {
                                    "** %s\n** %s\n"
                                    "*********************************************************************\n\n",
                                    line1, line2) >= 0)
-                (void) write_all(fd, block, strlen(block));
+                (void) write_out(fd, block, strlen(block));
         if (!tg_find_program("plymouth", plymouth, sizeof plymouth))
                 return;
         if (tg_run_capture((char *[]) { plymouth, (char *) "--ping", NULL }, &out, &status) < 0 || status != 0)

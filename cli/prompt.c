@@ -8,6 +8,7 @@
 #include "error.h"
 #include "log.h"
 #include "prompt.h"
+#include "util.h"
 
 /*
  * Threat model for this file: PINs and passphrases are the secrets a user
@@ -67,20 +68,9 @@ static int pin_read_line(int fd, const char *origin, const char *what, tg_secret
         return 0;
 }
 
-static int write_all(int fd, const char *text) {
-        size_t left = strlen(text);
-
-        while (left > 0) {
-                ssize_t k = write(fd, text, left);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return log_error_rc(-TG_ERR_IO, "Cannot write the prompt to the terminal: %m");
-                }
-                text += k;
-                left -= (size_t) k;
-        }
-        return 0;
+static int write_text(int fd, const char *text) {
+        return tg_write_all(fd, text, strlen(text)) < 0
+                ? log_error_rc(-TG_ERR_IO, "Cannot write the prompt to the terminal: %m") : 0;
 }
 
 /* What a new secret must be: at least min_length bytes (rule says why), typed twice alike. */
@@ -109,7 +99,7 @@ static int tty_ask(int fd, const char *prompt, const char *what, const new_secre
         for (int attempt = 1;; attempt++) {
                 _cleanup_secret_ tg_secret *first = NULL, *second = NULL;
 
-                r = write_all(fd, prompt);
+                r = write_text(fd, prompt);
                 if (r < 0)
                         return r;
                 r = pin_read_line(fd, "the terminal", what, &first);
@@ -122,7 +112,7 @@ static int tty_ask(int fd, const char *prompt, const char *what, const new_secre
                         r = too_short(what, NULL, first->size, rule);
                 else {
                         snprintf(repeat, sizeof repeat, "Repeat the %s: ", what);
-                        r = write_all(fd, repeat);
+                        r = write_text(fd, repeat);
                         if (r < 0)
                                 return r;
                         r = pin_read_line(fd, "the terminal", what, &second);

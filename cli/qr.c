@@ -9,29 +9,19 @@
 #include "log.h"
 #include "qr.h"
 #include "tpmguard-config.h"
+#include "util.h"
 
 #if HAVE_QRENCODE
 #include <qrencode.h>
 #endif
 
-static int write_all(int fd, const void *data, size_t size) {
-        const uint8_t *p = data;
-
-        while (size > 0) {
-                ssize_t k = write(fd, p, size);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return log_error_rc(-TG_ERR_IO, "Cannot write the recovery key to standard output: %m");
-                }
-                p += k;
-                size -= (size_t) k;
-        }
-        return 0;
+static int write_out(int fd, const void *data, size_t size) {
+        return tg_write_all(fd, data, size) < 0
+                ? log_error_rc(-TG_ERR_IO, "Cannot write the recovery key to standard output: %m") : 0;
 }
 
 static int write_str(const char *s) {
-        return write_all(STDOUT_FILENO, s, strlen(s));
+        return write_out(STDOUT_FILENO, s, strlen(s));
 }
 
 #if HAVE_QRENCODE
@@ -73,7 +63,7 @@ int tg_show_qr(const tg_secret *key) {
                 }
                 out->data[n++] = '\n';
         }
-        r = write_all(STDOUT_FILENO, out->data, n);
+        r = write_out(STDOUT_FILENO, out->data, n);
 finish:
         explicit_bzero(qr->data, (size_t) w * (size_t) w);
         QRcode_free(qr);
@@ -98,7 +88,7 @@ int tg_show_recovery_key(const tg_secret *key, int keyslot) {
                  keyslot);
         r = write_str(head);
         if (r >= 0)
-                r = write_all(STDOUT_FILENO, key->data, key->size);
+                r = write_out(STDOUT_FILENO, key->data, key->size);
         if (r >= 0)
                 r = write_str("\n\n");
         if (r >= 0)

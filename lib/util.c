@@ -196,6 +196,22 @@ fail:
         return -TG_ERR_IO;
 }
 
+int tg_write_all(int fd, const void *data, size_t size) {
+        const uint8_t *p = data;
+
+        while (size > 0) {
+                ssize_t k = write(fd, p, size);
+                if (k < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -TG_ERR_IO;
+                }
+                p += k;
+                size -= (size_t) k;
+        }
+        return 0;
+}
+
 const char *tg_write_error_next_step(int errnum) {
         switch (errnum) {
         case ENOSPC:

@@ -26,6 +26,9 @@ int tg_read_trusted_file(const char *path, const char *what, size_t max_size, ui
 int tg_write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
 /* asprintf that leaves *ret NULL on failure and returns 0 or -TG_ERR_NOMEM. */
 int tg_asprintf(char **ret, const char *format, ...) __attribute__((format(printf, 2, 3)));
+/* Writes all of data to fd, again after EINTR and short writes: 0, or -TG_ERR_IO with errno set
+ * (the caller names what it was writing). */
+int tg_write_all(int fd, const void *data, size_t size);
 /* After a failed write of a file: the next step for errnum, as a sentence that starts with a space
  * (a full or read-only filesystem, a permission), or "" when there is nothing better to say. */
 const char *tg_write_error_next_step(int errnum);
