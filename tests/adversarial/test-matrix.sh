@@ -326,21 +326,7 @@ before_lockout-setup() {
 }
 run_lockout-setup() { expect_exit 0 "$TPMGUARD" lockout setup && test -s "$WORK/state/lockout-auth"; }
 run_lockout-reset() { expect_exit 0 "$TPMGUARD" lockout-reset; }
-before_pcrs() {
-        local make="$TPMGUARD_SRC/tests/fixture/make-eventlog" owner=77777777-1111-2222-3333-444444444444 sb=$WORK/sb
-        local pcr sha1 sha256
-        mkdir -p "$sb"
-        "$make" certs "$sb" && "$make" esl-x509 "$owner" "$sb/pk.der" >"$sb/pk.esl" &&
-                "$make" esl-x509 "$owner" "$sb/kek.der" >"$sb/kek.esl" &&
-                "$make" esl-x509 "$owner" "$sb/db.der" >"$sb/db.esl" &&
-                "$make" esl-sha256 "$owner" 20 dbx >"$sb/dbx.esl" &&
-                "$make" log --pk "$sb/pk.esl" --kek "$sb/kek.esl" --db "$sb/db.esl" --dbx "$sb/dbx.esl" \
-                        --authority "$sb/db.der" --authority-owner "$owner" \
-                        --out "$WORK/eventlog" --extends "$WORK/eventlog.extends" || return 1
-        while read -r pcr sha1 sha256; do
-                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "$pcr:sha1=$sha1,sha256=$sha256" || return 1
-        done <"$WORK/eventlog.extends"
-}
+before_pcrs() { eventlog_sb_setup && eventlog_boot "$WORK/eventlog"; }
 run_pcrs() { expect_exit 0 "$TPMGUARD" pcrs --event-log "$WORK/eventlog"; }
 before_unlock-plugin-no-pin() {
         # A second token beside the PIN token (enroll refuses a second one since issue 34: seal + import).

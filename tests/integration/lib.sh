@@ -409,3 +409,36 @@ tty_has() {
 tty_lacks() {
         ! grep -q -- "$1" "$WORK/tty.log" || { echo "# terminal output has \"$1\":" >&2; sed 's/^/#   /' "$WORK/tty.log" >&2; return 1; }
 }
+
+# Firmware event logs for tests (issue 30; tests/fixture/make-eventlog): the
+# Secure Boot variables of a test boot in $WORK/sb (eventlog_sb_setup); a boot's
+# log written to $1 and its events extended into the TPM, the rest of the
+# arguments overriding this boot's variables (eventlog_boot); the next boot:
+# a TPM reset (PCRs back to zero, the new NULL key's name recorded as the
+# kernel would), then eventlog_boot (eventlog_reboot).
+EVENTLOG_MAKE="$TPMGUARD_SRC/tests/fixture/make-eventlog"
+EFI_OWNER=77777777-1111-2222-3333-444444444444
+eventlog_sb_setup() {
+        mkdir -p "$WORK/sb" &&
+                "$EVENTLOG_MAKE" certs "$WORK/sb" &&
+                "$EVENTLOG_MAKE" esl-x509 "$EFI_OWNER" "$WORK/sb/pk.der" >"$WORK/sb/pk.esl" &&
+                "$EVENTLOG_MAKE" esl-x509 "$EFI_OWNER" "$WORK/sb/kek.der" >"$WORK/sb/kek.esl" &&
+                "$EVENTLOG_MAKE" esl-x509 "$EFI_OWNER" "$WORK/sb/db.der" >"$WORK/sb/db.esl" &&
+                "$EVENTLOG_MAKE" esl-sha256 "$EFI_OWNER" 20 dbx-2025 >"$WORK/sb/dbx.esl"
+}
+eventlog_boot() {
+        local log=$1
+        shift
+        "$EVENTLOG_MAKE" log --pk "$WORK/sb/pk.esl" --kek "$WORK/sb/kek.esl" --db "$WORK/sb/db.esl" \
+                --dbx "$WORK/sb/dbx.esl" --authority "$WORK/sb/db.der" --authority-owner "$EFI_OWNER" \
+                "$@" --out "$log" --extends "$log.extends" || return
+        local pcr sha1 sha256
+        while read -r pcr sha1 sha256; do
+                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "$pcr:sha1=$sha1,sha256=$sha256" || return
+        done <"$log.extends"
+}
+eventlog_reboot() {
+        "$FIXTURE" reset "$WORK/tpm" >/dev/null
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        eventlog_boot "$@"
+}

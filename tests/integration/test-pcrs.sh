@@ -11,40 +11,8 @@
 require_tools swtpm swtpm_setup swtpm_ioctl tpm2_pcrextend tpm2_pcrread
 python3 -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed"
 
-MAKE="$TPMGUARD_SRC/tests/fixture/make-eventlog"
-OWNER=77777777-1111-2222-3333-444444444444
-
-# Certificates and this boot's Secure Boot variables, in $WORK/sb.
-sb_setup() {
-        mkdir -p "$WORK/sb"
-        "$MAKE" certs "$WORK/sb"
-        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/pk.der" >"$WORK/sb/pk.esl"
-        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/kek.der" >"$WORK/sb/kek.esl"
-        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/db.der" >"$WORK/sb/db.esl"
-        "$MAKE" esl-sha256 "$OWNER" 20 dbx-2025 >"$WORK/sb/dbx.esl"
-}
-
-# A boot: the firmware's log written to $1 and its events extended into the TPM.
-# The rest of the arguments override this boot's variables (make-eventlog log's options).
-boot() {
-        local log=$1
-        shift
-        "$MAKE" log --pk "$WORK/sb/pk.esl" --kek "$WORK/sb/kek.esl" --db "$WORK/sb/db.esl" \
-                --dbx "$WORK/sb/dbx.esl" --authority "$WORK/sb/db.der" --authority-owner "$OWNER" \
-                "$@" --out "$log" --extends "$log.extends"
-        local pcr sha1 sha256
-        while read -r pcr sha1 sha256; do
-                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "$pcr:sha1=$sha1,sha256=$sha256"
-        done <"$log.extends"
-}
-
-# The next boot: a TPM reset (PCRs back to zero), the new log's events extended.
-reboot() {
-        "$FIXTURE" reset "$WORK/tpm" >/dev/null
-        # The new boot's kernel records the new NULL key's name.
-        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
-        boot "$@"
-}
+MAKE=$EVENTLOG_MAKE
+OWNER=$EFI_OWNER
 
 # PCR 7 as tpm2-tools reads it (independent of tpmguard; the TPM is trusted here).
 pcr7() {
@@ -55,9 +23,9 @@ pcr7() {
 setup() {
         tpm_setup
         "$TPMGUARD" provision >/dev/null
-        sb_setup
+        eventlog_sb_setup
         mkdir "$WORK/efivars" # empty: nothing written since this boot
-        boot "$WORK/log"
+        eventlog_boot "$WORK/log"
 }
 
 test_case replay_matches_verified_read
@@ -127,12 +95,12 @@ predict_dbx_append() {
         expect_in "--pcr 7=sha256:" "$predicted"
         [ "$predicted" != "--pcr 7=sha256:$before" ]
         "$MAKE" esl-append "$WORK/sb/dbx.esl" "$WORK/new.esl" >"$WORK/dbx-next.esl"
-        reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
+        eventlog_reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
         [ "$predicted" = "--pcr 7=sha256:$(pcr7)" ]
         expect_exit 0 "$TPMGUARD" pcrs --event-log "$WORK/log2"
         expect_in "dbx: 0 X.509, 25 SHA-256 hashes" "$OUT"
         # --json gives the same argument.
-        reboot "$WORK/log" # back to the first boot
+        eventlog_reboot "$WORK/log" # back to the first boot
         expect_exit 0 "$TPMGUARD" pcrs --event-log "$WORK/log" --predict --dbx "$WORK/dbxupdate.auth" \
                 --efivars "$WORK/efivars" --json
         printf '%s' "$OUT" >"$WORK/out.json"
@@ -159,7 +127,7 @@ predict_pending_efivars() {
         # Naming the file as well changes nothing: its entries are held already.
         expect_exit 0 "$TPMGUARD" pcrs --event-log "$WORK/log" --predict --dbx "$WORK/new.esl" --efivars "$WORK/efivars"
         [ "$OUT" = "$predicted" ]
-        reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
+        eventlog_reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
         [ "$predicted" = "--pcr 7=sha256:$(pcr7)" ]
 }
 
@@ -176,17 +144,17 @@ predict_new_authority() {
                 --authority "$WORK/sb/db2023.der" --efivars "$WORK/efivars"
         local predicted=$OUT
         "$MAKE" esl-append "$WORK/sb/db.esl" "$WORK/db2023.esl" >"$WORK/db-next.esl"
-        reboot "$WORK/log2" --db "$WORK/db-next.esl" --authority "$WORK/sb/db2023.der"
+        eventlog_reboot "$WORK/log2" --db "$WORK/db-next.esl" --authority "$WORK/sb/db2023.der"
         [ "$predicted" = "--pcr 7=sha256:$(pcr7)" ]
         # --replace-variables: db becomes the 2023 CA alone.
-        reboot "$WORK/log"
+        eventlog_reboot "$WORK/log"
         expect_exit 0 "$TPMGUARD" pcrs --event-log "$WORK/log" --predict --db "$WORK/db2023.esl" \
                 --replace-variables --authority "$WORK/sb/db2023.der" --efivars "$WORK/efivars"
         predicted=$OUT
-        reboot "$WORK/log2" --db "$WORK/db2023.esl" --authority "$WORK/sb/db2023.der"
+        eventlog_reboot "$WORK/log2" --db "$WORK/db2023.esl" --authority "$WORK/sb/db2023.der"
         [ "$predicted" = "--pcr 7=sha256:$(pcr7)" ]
         # The old authority also verified an option ROM: it stays, the new one comes in addition.
-        reboot "$WORK/log3" --option-rom yes
+        eventlog_reboot "$WORK/log3" --option-rom yes
         expect_exit 2 "$TPMGUARD" pcrs --event-log "$WORK/log3" --predict --db "$WORK/db2023.esl" \
                 --authority "$WORK/sb/db2023.der" --efivars "$WORK/efivars"
         expect_in "first verified a driver" "$ERR"

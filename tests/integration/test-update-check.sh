@@ -11,46 +11,17 @@
 require_tools swtpm swtpm_setup swtpm_ioctl tpm2_pcrextend tpm2_pcrread cryptsetup python3
 python3 -c 'import cryptography' 2>/dev/null || skip_all "python3-cryptography not installed"
 
-MAKE="$TPMGUARD_SRC/tests/fixture/make-eventlog"
-OWNER=77777777-1111-2222-3333-444444444444
+MAKE=$EVENTLOG_MAKE
+OWNER=$EFI_OWNER
 FWUPD_VAR=fwupd-ddc0ee61-e7f0-4e7d-acc5-c070a398838e-0-0abba7dc-e516-4167-bbf5-4d9d1c739416
-
-sb_setup() {
-        mkdir -p "$WORK/sb"
-        "$MAKE" certs "$WORK/sb"
-        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/pk.der" >"$WORK/sb/pk.esl"
-        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/kek.der" >"$WORK/sb/kek.esl"
-        "$MAKE" esl-x509 "$OWNER" "$WORK/sb/db.der" >"$WORK/sb/db.esl"
-        "$MAKE" esl-sha256 "$OWNER" 20 dbx-2025 >"$WORK/sb/dbx.esl"
-}
-
-# This boot's firmware log in $1, its events extended into the TPM.
-boot() {
-        local log=$1
-        shift
-        "$MAKE" log --pk "$WORK/sb/pk.esl" --kek "$WORK/sb/kek.esl" --db "$WORK/sb/db.esl" \
-                --dbx "$WORK/sb/dbx.esl" --authority "$WORK/sb/db.der" --authority-owner "$OWNER" \
-                "$@" --out "$log" --extends "$log.extends"
-        local pcr sha1 sha256
-        while read -r pcr sha1 sha256; do
-                TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "$pcr:sha1=$sha1,sha256=$sha256"
-        done <"$log.extends"
-}
-
-# The next boot: a TPM reset, the new log's events extended.
-reboot() {
-        "$FIXTURE" reset "$WORK/tpm" >/dev/null
-        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
-        boot "$@"
-}
 
 # A booted, provisioned TPM and a volume enrolled to PCR 7 with PIN 1234; nothing written to efivars.
 setup() {
         tpm_setup
         "$TPMGUARD" provision >/dev/null
-        sb_setup
+        eventlog_sb_setup
         mkdir "$WORK/efivars"
-        boot "$WORK/log"
+        eventlog_boot "$WORK/log"
         make_luks "$WORK/disk.img"
         printf '1234\n' >"$WORK/pin"
         expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
@@ -115,7 +86,7 @@ PY
         expect_exit 0 check "$WORK/disk.img"
         expect_in "token 0: ok (the next boot opens its predicted seal" "$OUT"
         # And it does: the reboot with the new dbx measures the predicted value.
-        reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
+        eventlog_reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
         pin_opens "$WORK/pin"
 }
 
@@ -177,7 +148,7 @@ prepare_uses_prediction() {
         expect_in "also opens with the predicted PCR values" "$OUT"
         expect_exit 0 check "$WORK/disk.img"
         expect_in "opens its predicted seal" "$OUT"
-        reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
+        eventlog_reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
         pin_opens "$WORK/pin"
 }
 
@@ -196,7 +167,7 @@ prepare_predicts_from_file() {
         expect_exit 0 check --quiet --dbx "$WORK/dbxupdate.auth" "$WORK/disk.img"
         [ -z "$OUT" ]
         "$MAKE" esl-append "$WORK/sb/dbx.esl" "$WORK/new.esl" >"$WORK/dbx-next.esl"
-        reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
+        eventlog_reboot "$WORK/log2" --dbx "$WORK/dbx-next.esl"
         pin_opens "$WORK/pin"
 }
 
