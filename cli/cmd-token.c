@@ -528,7 +528,7 @@ int cmd_rotate(const cli *c, tg_config *config) {
         r = tg_lifecycle_check(config, c->args[0], c->token, "rotate", NULL, NULL, NULL);
         if (r < 0)
                 return r;
-        r = cli_read_token_pin(c, &pin);
+        r = cli_read_token_pin(c, c->args[0], &pin);
         if (r < 0)
                 return r;
         r = tg_rotate(config, c->args[0], c->token, pin, &res);

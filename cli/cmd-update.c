@@ -30,14 +30,9 @@
 static int prepare_one(const cli *c, const tg_config *config, const char *device, const tg_pcr_values *predicted) {
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_update_result res;
-        tg_token t;
         int r;
 
-        r = tg_lifecycle_token_peek(device, c->token, &t);
-        if (r < 0)
-                return r;
-        r = cli_read_current_pin(c, &t, &pin);
-        explicit_bzero(&t, sizeof t);
+        r = cli_read_token_pin(c, device, &pin);
         if (r < 0)
                 return r;
         r = tg_update_prepare(config, device, c->token, &(tg_update_params) {
@@ -72,14 +67,9 @@ static int finish_one(const cli *c, const tg_config *config, const char *device,
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_lifecycle_result res;
         bool nothing = false;
-        tg_token t;
         int r;
 
-        r = tg_lifecycle_token_peek(device, c->token, &t);
-        if (r < 0)
-                return r;
-        r = cli_read_current_pin(c, &t, &pin);
-        explicit_bzero(&t, sizeof t);
+        r = cli_read_token_pin(c, device, &pin);
         if (r < 0)
                 return r;
         r = tg_update_finish(config, device, c->token, pin, &nothing, &res);

@@ -67,12 +67,12 @@ int cli_read_current_pin(const cli *c, const tg_token *t, tg_secret **ret) {
         return r < 0 ? log_error_rc(r, "The token needs its current PIN (terminal, or --pin-file F).") : 0;
 }
 
-int cli_read_token_pin(const cli *c, tg_secret **ret_pin) {
+int cli_read_token_pin(const cli *c, const char *device, tg_secret **ret_pin) {
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_token t;
         int r;
 
-        r = tg_lifecycle_token_peek(c->args[0], c->token, &t);
+        r = tg_lifecycle_token_peek(device, c->token, &t);
         if (r < 0)
                 return r;
         r = cli_read_current_pin(c, &t, &pin);

@@ -71,8 +71,8 @@ int cli_read_optional_secret(const char *file, const char *prompt, tg_secret **r
 
 /* The current PIN of the token, read only when the token has one. */
 int cli_read_current_pin(const cli *c, const tg_token *t, tg_secret **ret);
-/* The same for the token the command names (c->args[0], c->token), peeked without changing anything. */
-int cli_read_token_pin(const cli *c, tg_secret **ret_pin);
+/* The same for the token of DEVICE the command names (c->token), peeked without changing anything. */
+int cli_read_token_pin(const cli *c, const char *device, tg_secret **ret_pin);
 /* cli_read_current_pin() as tg_lifecycle_check()'s ask_pin; userdata: the const cli. */
 int cli_ask_current_pin(const tg_token *t, void *userdata, tg_secret **ret);
 
