@@ -42,6 +42,18 @@ static int policy_extend(TPM2B_DIGEST *digest, const uint8_t *bytes, size_t size
         return 0;
 }
 
+/* digest = H(digest || TPM_CC_PolicyAuthValue): the PIN's part of a policy. */
+static int policy_extend_auth_value(TPM2B_DIGEST *digest) {
+        uint8_t buf[sizeof(TPM2_CC)];
+        size_t off = 0;
+        TSS2_RC rc;
+
+        rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyAuthValue, buf, sizeof buf, &off);
+        if (rc != TSS2_RC_SUCCESS)
+                return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM_CC_PolicyAuthValue: %s", Tss2_RC_Decode(rc));
+        return policy_extend(digest, buf, off);
+}
+
 int tg_policy_digest_compute(uint16_t pcr_bank, uint32_t pcr_mask, const TPM2B_DIGEST *pcr_values_digest,
                              bool pin, TPM2B_DIGEST *ret) {
         TPM2B_DIGEST digest = { .size = 32 };
@@ -72,11 +84,7 @@ int tg_policy_digest_compute(uint16_t pcr_bank, uint32_t pcr_mask, const TPM2B_D
                 return r;
 
         if (pin) {
-                off = 0;
-                rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyAuthValue, buf, sizeof buf, &off);
-                if (rc != TSS2_RC_SUCCESS)
-                        return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM_CC_PolicyAuthValue: %s", Tss2_RC_Decode(rc));
-                r = policy_extend(&digest, buf, off);
+                r = policy_extend_auth_value(&digest);
                 if (r < 0)
                         return r;
         }
@@ -125,11 +133,7 @@ int tg_policy_digest_grace(uint32_t reset_count_max, TPM2B_DIGEST *ret) {
         r = policy_extend(&digest, buf, off);
         if (r < 0)
                 return r;
-        off = 0;
-        rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyAuthValue, buf, sizeof buf, &off);
-        if (rc != TSS2_RC_SUCCESS)
-                return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM_CC_PolicyAuthValue: %s", Tss2_RC_Decode(rc));
-        r = policy_extend(&digest, buf, off);
+        r = policy_extend_auth_value(&digest);
         if (r < 0)
                 return r;
         *ret = digest;
