@@ -26,11 +26,20 @@
 typedef struct buf {
         uint8_t *p;
         size_t n;
+        size_t allocated;
 } buf;
 
+/* Grows geometrically: test_event_count builds a 32769-event log, and a
+ * realloc per byte was quadratic under ASan (whose realloc always copies). */
 static void put(buf *b, const void *data, size_t n) {
-        b->p = realloc(b->p, b->n + n + 1);
-        assert_non_null(b->p);
+        if (b->n + n + 1 > b->allocated) {
+                size_t want = b->allocated ? b->allocated : 256;
+                while (want < b->n + n + 1)
+                        want *= 2;
+                b->p = realloc(b->p, want);
+                assert_non_null(b->p);
+                b->allocated = want;
+        }
         if (n)
                 memcpy(b->p + b->n, data, n);
         b->n += n;
