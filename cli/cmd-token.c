@@ -116,6 +116,33 @@ static int seal_secrets_from_cli(const cli *c, const tg_config *config, tg_seal_
 }
 
 /*
+ * The checks enroll and enroll --dry-run make before any secret but the
+ * endorsement password (read from a file only): the new seal's policy, then
+ * the volume, the TPM and the PCRs. *ret_eauth takes the password, which
+ * O->endorsement_auth points at; the caller's cleanup wipes it.
+ */
+static int enroll_checks_from_cli(const cli *c, const tg_config *config, tg_enroll_options *o,
+                                  tg_pcr_values *explicit_values, tg_secret **ret_eauth) {
+        _cleanup_secret_ tg_secret *eauth = NULL;
+        int r;
+
+        r = seal_policy_from_cli(c, config, &o->seal, explicit_values);
+        if (r < 0)
+                return r;
+        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
+        if (r < 0)
+                return r;
+        o->endorsement_auth = eauth;
+        r = tg_enroll_check(config, c->args[0], o);
+        if (r < 0) {
+                o->endorsement_auth = NULL;
+                return r;
+        }
+        *ret_eauth = TAKE_PTR(eauth);
+        return 0;
+}
+
+/*
  * What enroll and migrate read before they touch the volume, cheap checks
  * first: the new seal's policy (command line, tpmguard.conf) and the
  * endorsement password if a file names it; then the volume, the TPM and
@@ -132,14 +159,7 @@ static int enroll_inputs_from_cli(const cli *c, const tg_config *config, const c
         _cleanup_crypt_ struct crypt_device *cd = NULL;
         int r;
 
-        r = seal_policy_from_cli(c, config, &o->seal, explicit_values);
-        if (r < 0)
-                return r;
-        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
-        if (r < 0)
-                return r;
-        o->endorsement_auth = eauth;
-        r = tg_enroll_check(config, c->args[0], o);
+        r = enroll_checks_from_cli(c, config, o, explicit_values, &eauth);
         if (r < 0)
                 return r;
         if ((o->seal.pcr_mask & (1u << 7)) && tg_secure_boot_weakness())
@@ -196,14 +216,7 @@ static int enroll_dry_run(const cli *c, const tg_config *config, tg_enroll_optio
         char pcrs[96];
         int keyslot, r;
 
-        r = seal_policy_from_cli(c, config, &o->seal, &explicit_values);
-        if (r < 0)
-                return r;
-        r = cli_read_optional_secret(c->endorsement_auth_file, "Endorsement hierarchy password: ", &eauth);
-        if (r < 0)
-                return r;
-        o->endorsement_auth = eauth;
-        r = tg_enroll_check(config, c->args[0], o);
+        r = enroll_checks_from_cli(c, config, o, &explicit_values, &eauth);
         if (r < 0)
                 return r;
         r = tg_luks_open(c->args[0], &cd);
