@@ -64,14 +64,23 @@ static int totp_enroll(const cli *c, const tg_config *config) {
         if (r < 0)
                 return r;
         tg_pcr_list_format(p.pcr_mask, pcrs, sizeof pcrs);
+        /* What a matching code then proves, said where the choice is made: without a PCR that
+         * measures the initrd, an initrd edited on the unencrypted /boot shows the right code. */
+        if (!(p.pcr_mask & ((1u << 9) | (1u << 11))))
+                log_warning("The TOTP is sealed to PCR %s, which does not measure the kernel or the initrd: an initrd "
+                            "edited on the unencrypted /boot, or a live system signed under the same Secure Boot keys, "
+                            "shows the right code too. For a code that proves the boot chain, enroll with --pcrs 7,9 "
+                            "(GRUB measures the kernel and initrd into PCR 9) or 7,11 (a unified kernel image), and run "
+                            "'tpmguard totp reseal' after each kernel or initrd update (docs/security.md, \"Genuine "
+                            "before typed\").", pcrs);
         fflush(stdout);
         if (tty) {
                 char head[512];
 
                 (void) snprintf(head, sizeof head,
-                                "A TOTP secret is sealed to %s PCR %s, without a PIN: this machine can show its code only "
-                                "when it boots this chain on this TPM.\nAdd it to your authenticator app now (it is shown "
-                                "only now and stored nowhere readable):\n\n    ",
+                                "A TOTP secret is sealed to %s PCR %s, without a PIN: this TPM shows its code only while "
+                                "these PCRs hold the values they hold now.\nAdd it to your authenticator app now (it is "
+                                "shown only now and stored nowhere readable):\n\n    ",
                                 tg_pcr_bank_to_string(p.pcr_bank), pcrs);
                 r = write_out(STDOUT_FILENO, head, strlen(head));
         }

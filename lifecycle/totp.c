@@ -386,8 +386,10 @@ static int policy_precheck(tg_verified_tpm *v, const tg_token *sealed) {
         return log_error_rc(-TG_ERR_PCR_MISMATCH,
                             "No TOTP code: the %s values of PCR %s are not those the TOTP secret is sealed to (a PCR "
                             "mismatch): this is not the boot chain (firmware, boot loader, kernel, initrd, Secure Boot "
-                            "settings) it was enrolled under. Do not type your PIN unless you changed it yourself "
-                            "(an update): then 'tpmguard totp remove' and 'tpmguard totp enroll' once booted.",
+                            "settings) it was sealed under. If you did not update it before this boot, suspect "
+                            "tampering: type neither the PIN nor the recovery passphrase here. After an update of your "
+                            "own, 'tpmguard pcrs' once booted shows what changed, and 'tpmguard totp reseal' brings the "
+                            "code back.",
                             tg_pcr_bank_to_string(sealed->pcr_bank), pcrs);
 }
 

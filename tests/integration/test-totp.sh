@@ -55,6 +55,8 @@ setup_totp() {
                 7:sha256=0000000000000000000000000000000000000000000000000000000000000007 >/dev/null
         expect_exit 0 "$TPMGUARD" totp enroll --pcrs 7
         URI=$OUT
+        # PCR 7 measures no initrd: the user is told what a matching code then proves.
+        expect_in "does not measure the kernel or the initrd" "$ERR"
 }
 
 test_case totp_code_matches_rfc6238
@@ -94,7 +96,7 @@ totp_refused_after_pcr_change() {
         [ -z "$OUT" ]
         expect_in "No TOTP code" "$ERR"
         expect_in "PCR mismatch" "$ERR"
-        expect_in "Do not type your PIN" "$ERR"
+        expect_in "If you did not update it before this boot, suspect tampering: type neither the PIN nor the recovery passphrase here" "$ERR"
         # On the initrd's screen: no code, and why.
         : >"$WORK/console"
         TPMGUARD_CONSOLE=$WORK/console expect_exit 14 "$TPMGUARD" totp show --console
