@@ -30,7 +30,11 @@ static void test_add_levels_and_join(void **state) {
         tg_splash_add(&s, LOG_ERR, "Wrong PIN. 31 of 32 tries left.");
         tg_splash_add(&s, LOG_NOTICE, "");
         tg_splash_add(&s, LOG_ERR, "Try again (2 of 3 PIN tries left for this unlock).");
-        assert_string_equal(s.text, "Wrong PIN. 31 of 32 tries left.; Try again (2 of 3 PIN tries left for this unlock).");
+        assert_string_equal(s.text, "Wrong PIN. 31 of 32 tries left.\nTry again (2 of 3 PIN tries left for this unlock).");
+        assert_int_equal(s.len, strlen(s.text));
+        /* A reason never makes a line of its own or drives the terminal. */
+        tg_splash_add(&s, LOG_ALERT, "forged\nline \033[2J");
+        assert_non_null(strstr(s.text, "\nforged?line ?[2J"));
         assert_int_equal(s.len, strlen(s.text));
         tg_splash_add(NULL, LOG_ERR, "no crash");
 }
@@ -122,8 +126,7 @@ static void test_write(void **state) {
         /* The device's newline and escape cannot start a line or drive the terminal. */
         assert_null(strchr(text, '\033'));
         assert_ptr_equal(strchr(text, '\n'), text + strlen(text) - 1);
-        assert_non_null(strstr(text, "/dev/vda2"));
-        assert_non_null(strstr(text, ": Not asking for the PIN: PCR mismatch.\n"));
+        assert_string_equal(text, "/dev/vda2??[2J: Not asking for the PIN: PCR mismatch.\n");
 
         /* A second record sorts after the first. */
         assert_int_equal(tg_splash_write(&s, cache, NULL), 0);
