@@ -12,7 +12,6 @@
 #include "util.h"
 
 #define TG_DEFAULT_TCTI "device:/dev/tpmrm0"
-#define TG_DEFAULT_CACHE_DIR "/run/tpmguard"
 #define TG_MAX_CONFIG_SIZE (64 * 1024)
 
 void tg_config_free(tg_config *c) {

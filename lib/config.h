@@ -30,6 +30,9 @@ typedef enum tg_resource_manager {
         TG_RESOURCE_MANAGER_NO,   /* never: flush everything ourselves */
 } tg_resource_manager;
 
+/* cache_dir's default; units that watch it (tpmguard-splash.path, tpmguard-update-finish.service) name it too. */
+#define TG_DEFAULT_CACHE_DIR "/run/tpmguard"
+
 typedef struct tg_config {
         char *path;            /* the file this was read from (or would have been) */
         char *tcti;            /* TCTI configuration; default device:/dev/tpmrm0 */

@@ -12,6 +12,7 @@
 #include "error.h"
 #include "log.h"
 #include "secret.h"
+#include "splash.h"
 #include "token.h"
 #include "tpmguard-config.h"
 #include "unlock.h"
@@ -47,10 +48,23 @@ __attribute__((destructor)) static void release_prepared(void) {
         tg_unlock_prepared_release(&pin_attempts);
 }
 
+/*
+ * What one unlock call told the user, for the splash (tokens/splash.h): under systemd-cryptsetup
+ * libcryptsetup's log reaches only the journal and the console that plymouth hides.
+ */
+typedef struct log_target {
+        struct crypt_device *cd;
+        tg_splash *splash;   /* NULL: not an unlock call */
+} log_target;
+
+static log_target log_current;
+
 static void log_to_cryptsetup(int level, const char *message, void *userdata) {
-        struct crypt_device *cd = userdata;
+        log_target *t = userdata;
+        struct crypt_device *cd = t->cd;
         int crypt_level;
 
+        tg_splash_add(t->splash, level, message);
         if (level <= LOG_ERR)
                 crypt_level = CRYPT_LOG_ERROR;
         else if (level <= LOG_WARNING)
@@ -62,13 +76,15 @@ static void log_to_cryptsetup(int level, const char *message, void *userdata) {
         crypt_logf(cd, crypt_level, "tpmguard: %s\n", message);
 }
 
-static void log_attach(struct crypt_device *cd) {
-        tg_log_set_sink(log_to_cryptsetup, cd);
+static void log_attach(struct crypt_device *cd, tg_splash *splash) {
+        log_current = (log_target) { .cd = cd, .splash = splash };
+        tg_log_set_sink(log_to_cryptsetup, &log_current);
         tg_log_set_max_level(LOG_DEBUG);
 }
 
 static void log_detach(void) {
         tg_log_set_sink(NULL, NULL);
+        log_current = (log_target) {};
 }
 
 const char *cryptsetup_token_version(void) {
@@ -78,13 +94,14 @@ const char *cryptsetup_token_version(void) {
 int cryptsetup_token_open_pin(struct crypt_device *cd, int token, const char *pin, size_t pin_size,
                               char **buffer, size_t *buffer_len, void *usrptr) {
         _cleanup_secret_ tg_secret *pin_secret = NULL, *passphrase = NULL;
+        tg_splash splash = {};
         const char *json = NULL;
         char *out;
         int r;
 
         if (!buffer || !buffer_len)
                 return -EINVAL;
-        log_attach(cd);
+        log_attach(cd, &splash);
 
         r = crypt_token_json_get(cd, token, &json);
         if (r < 0) {
@@ -115,6 +132,9 @@ int cryptsetup_token_open_pin(struct crypt_device *cd, int token, const char *pi
 out:
         if (r < 0 && r != -TG_ERR_PIN_NEEDED)
                 log_debug("Token %d: %s.", token, tg_err_str(r));
+        /* The reasons of this call, for plymouth; what writing them logs is not one of them. */
+        log_current.splash = NULL;
+        tg_splash_record(&splash, cd ? crypt_get_device_name(cd) : NULL);
         log_detach();
         return r < 0 ? tg_err_to_cryptsetup_errno(r) : 0;
 }
@@ -131,7 +151,7 @@ int cryptsetup_token_validate(struct crypt_device *cd, const char *json) {
         tg_token t;
         int r;
 
-        log_attach(cd);
+        log_attach(cd, NULL);
         r = tg_token_from_string(json, &t);
         explicit_bzero(&t, sizeof t);
         log_detach();
@@ -145,7 +165,7 @@ static void dump_line(const char *line, void *userdata) {
 void cryptsetup_token_dump(struct crypt_device *cd, const char *json) {
         tg_token t;
 
-        log_attach(cd);
+        log_attach(cd, NULL);
         if (tg_token_from_string(json, &t) < 0)
                 crypt_logf(cd, CRYPT_LOG_NORMAL, "\t(invalid tpmguard token)\n");
         else

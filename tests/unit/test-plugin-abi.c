@@ -9,6 +9,7 @@
  *
  *   test-plugin-abi PLUGIN.so SOURCE_DIR
  */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -148,7 +149,8 @@ static int teardown(void **state) {
         free(f->token_pin);
         free(f->token_no_pin);
         for (const char *const *n = (const char *const[]) { "disk.img", "tpmguard.conf", "null_name",
-                                                             "state/ek-signing-key.json", "state", NULL };
+                                                             "state/ek-signing-key.json", "state",
+                                                             "cache/splash", "cache", NULL };
              *n; n++) {
                 snprintf(path, sizeof path, "%s/%s", f->dir, *n);
                 (void) remove(path);
@@ -226,6 +228,39 @@ static void expect_open(fixture *f, int token, const char *pin, size_t pin_size,
         assert_int_equal(len, 4242);
 }
 
+/* Checks and removes the records in DIR/cache/splash: as many as calls made, each "DEVICE: "
+ * and a line per reason, want in one of them. */
+static void expect_splash_records(fixture *f, int calls, const char *want) {
+        char dir[256], path[512];
+        struct dirent *de;
+        int n = 0;
+        DIR *d;
+
+        snprintf(dir, sizeof dir, "%s/cache/splash", f->dir);
+        d = opendir(dir);
+        assert_non_null(d);
+        while ((de = readdir(d))) {
+                char buf[4096] = {};
+                FILE *file;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                n++;
+                snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+                file = fopen(path, "r");
+                assert_non_null(file);
+                assert_true(fread(buf, 1, sizeof buf - 1, file) > 0);
+                fclose(file);
+                assert_int_equal(unlink(path), 0);
+                if (!strstr(buf, want) || strncmp(buf, f->image, strlen(f->image)) != 0 ||
+                    buf[strlen(buf) - 1] != '\n')
+                        fail_msg("splash record \"%s\": expected \"%s: ...%s...\"", buf, f->image, want);
+        }
+        closedir(d);
+        if (n != calls)
+                fail_msg("%d splash records for %d calls (\"%s\")", n, calls, want);
+}
+
 static void test_open_errors_without_tpm(void **state) {
         fixture *f = *state;
         char conf[512], path[256], *pinned;
@@ -255,7 +290,7 @@ static void test_open_errors_without_tpm(void **state) {
         assert_int_equal(mkdir(path, 0700), 0);
         snprintf(conf, sizeof conf,
                  "tcti = swtpm:path=%s/no-such-socket\nstate_dir = %s/state\nnull_name_path = %s/null_name\n"
-                 "kernel_null_name = required\n", f->dir, f->dir, f->dir);
+                 "kernel_null_name = required\ncache_dir = %s/cache\n", f->dir, f->dir, f->dir, f->dir);
         snprintf(path, sizeof path, "%s/tpmguard.conf", f->dir);
         write_file(path, conf);
         setenv("TPMGUARD_CONFIG", path, 1);
@@ -273,8 +308,19 @@ static void test_open_errors_without_tpm(void **state) {
         write_file(path, pinned);
         free(pinned);
         expect_open(f, without_pin, NULL, 0, -EAGAIN);
-        /* The same for a PIN token called without a PIN: no TPM, no PIN prompt. */
+        /* The same for a PIN token called without a PIN: no TPM, no PIN prompt; and with
+         * tpmguard-splash.path listening (its private directory), the reason is recorded for
+         * plymouth, one line naming the device (issue 29: under systemd-cryptsetup the console
+         * that gets libcryptsetup's log is hidden by the splash). */
+        snprintf(path, sizeof path, "%s/cache", f->dir);
+        assert_int_equal(mkdir(path, 0700), 0);
+        snprintf(path, sizeof path, "%s/cache/splash", f->dir);
+        assert_int_equal(mkdir(path, 0700), 0);
         expect_open(f, with_pin, NULL, 0, -EAGAIN);
+        expect_splash_records(f, 2, "Not asking for the PIN: the TPM could not be verified");
+        /* Nothing to say (no such token): nothing recorded. */
+        expect_open(f, 31, NULL, 0, -ENOENT);
+        expect_splash_records(f, 0, "");
 
         /* An invalid configuration: -ENOENT, the recovery passphrase still gets asked. */
         snprintf(path, sizeof path, "%s/tpmguard.conf", f->dir);
