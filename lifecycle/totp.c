@@ -657,10 +657,12 @@ int tg_totp_follow(const tg_config *config, const tg_pcr_values *explicit_values
         pending = t.has_predicted || t.update_pending[0];
         if (explicit_values) {
                 if (explicit_values->bank != t.sealed.pcr_bank) {
+                        uint16_t bank = t.sealed.pcr_bank;
+
                         explicit_bzero(&t, sizeof t);
                         return log_error_rc(-TG_ERR_INVALID, "The PCR values are for the %s bank, the TOTP is sealed "
                                             "to %s.", tg_pcr_bank_to_string(explicit_values->bank),
-                                            tg_pcr_bank_to_string(t.sealed.pcr_bank));
+                                            tg_pcr_bank_to_string(bank));
                 }
                 values = *explicit_values;
                 values.given_mask &= t.sealed.pcr_mask;
