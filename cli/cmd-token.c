@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cmd-token.h"
+#include "cmd-totp.h"
 #include "cmdline.h"
 #include "binding.h"
 #include "error.h"
@@ -673,7 +674,8 @@ int cmd_reseal(const cli *c, tg_config *config) {
                        res.old_keyslot, policy);
         else
                 printf("Resealed token %d (keyslot %d): %s.\n", res.token, res.keyslot, policy);
-        return 0;
+        /* The TOTP follows the token to the same values (cmd-totp.h), or says why it cannot. */
+        return cmd_totp_follow(config, p.explicit_values, true);
 }
 
 int cmd_remove(const cli *c, tg_config *config) {

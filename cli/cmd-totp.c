@@ -154,6 +154,19 @@ static const char *refusal_reason(int r) {
         }
 }
 
+/* Whether the TOTP file notes an update with a grace (a hostile file: it changes only which refusal is shown). */
+static bool update_pending(const tg_config *config) {
+        _cleanup_free_ char *path = NULL;
+        tg_totp_file t;
+        bool pending;
+
+        if (tg_totp_path(config, &path) < 0 || tg_totp_load(path, &t) < 0)
+                return false;
+        pending = t.update_pending[0] != '\0';
+        explicit_bzero(&t, sizeof t);
+        return pending;
+}
+
 static int totp_show(const cli *c, const tg_config *config) {
         _cleanup_json_ json_object *o = NULL;
         uint64_t now = (uint64_t) time(NULL);
@@ -170,7 +183,13 @@ static int totp_show(const cli *c, const tg_config *config) {
         if (r == -TG_ERR_NOT_FOUND)
                 return log_error_rc(r, "No TOTP is enrolled: 'tpmguard totp enroll' makes one.");
         if (r < 0) {
-                if (c->console) {
+                if (c->console && r == -TG_ERR_PCR_MISMATCH && update_pending(config)) {
+                        /* An update with a grace was prepared: a grace carries no TOTP (lifecycle/totp.h). */
+                        console_show("tpmguard: NO TOTP CODE: the boot chain changed, and an update with a grace is "
+                                     "pending (a grace carries no TOTP code).",
+                                     "Type your PIN only if you installed that update yourself; then 'tpmguard update "
+                                     "finish' and enroll the TOTP again.");
+                } else if (c->console) {
                         (void) snprintf(line1, sizeof line1, "tpmguard WARNING: NO TOTP CODE: %s.", refusal_reason(r));
                         console_show(line1, "This machine cannot prove itself genuine: do not type your PIN unless "
                                      "you know why.");
@@ -273,6 +292,49 @@ static int totp_remove(const cli *c, const tg_config *config) {
                 return r;
         printf("TOTP removed. Delete its entry in your authenticator app, and rebuild the initrd (update-initramfs -u, "
                "or dracut -f) so that it no longer carries it.\n");
+        return 0;
+}
+
+int cmd_totp_update_prepare(const tg_config *config, const tg_pcr_values *predicted) {
+        int r;
+
+        r = tg_totp_update_prepare(config, predicted);
+        if (r == -TG_ERR_NOT_FOUND)
+                return 0;
+        if (r < 0)
+                return log_error_rc(r, "The volumes are prepared, the TOTP is not (above): the next boot shows no TOTP "
+                                    "code. Fix the cause and run 'tpmguard update prepare' again.");
+        if (predicted)
+                printf("TOTP: also sealed to the predicted PCR values, so the next boot shows its code. Rebuild the "
+                       "initrd before the reboot (update-initramfs -u, or dracut -f; a kernel update does it) so that "
+                       "it carries this seal.\n");
+        else
+                printf("TOTP: a grace carries no TOTP (it has no PIN: under a grace it would show its code on any "
+                       "boot chain). The boot through the grace shows no code and says that an update is pending "
+                       "(rebuild the initrd so that it says so). After 'tpmguard update finish', run 'tpmguard totp "
+                       "remove' and 'tpmguard totp enroll'; a predicted update ('tpmguard pcrs --predict') keeps the "
+                       "TOTP instead.\n");
+        return 0;
+}
+
+int cmd_totp_follow(const tg_config *config, const tg_pcr_values *explicit_values, bool always) {
+        bool changed = false;
+        int r;
+
+        r = tg_totp_follow(config, explicit_values, always, &changed);
+        if (r == -TG_ERR_NOT_FOUND)
+                return 0;
+        if (r == -TG_ERR_PCR_MISMATCH)
+                return log_error_rc(r, "The TOTP cannot follow: none of its seals holds for this boot's PCR values "
+                                    "(a grace carries none, and an update nobody prepared changed them), so no boot "
+                                    "shows its code now. Run 'tpmguard totp remove' and 'tpmguard totp enroll', and "
+                                    "replace the entry in your authenticator app.");
+        if (r < 0)
+                return log_error_rc(r, "The TOTP was not resealed (above).");
+        if (changed)
+                printf("TOTP: resealed to %s; the authenticator's entry stays valid. Rebuild the initrd "
+                       "(update-initramfs -u, or dracut -f).\n",
+                       explicit_values ? "the given PCR values" : "this boot's PCR values");
         return 0;
 }
 

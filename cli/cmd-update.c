@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cmd-totp.h"
 #include "cmd-update-check.h"
 #include "cmd-update.h"
 #include "cmdline.h"
@@ -124,7 +125,7 @@ static int finish_markers(const cli *c, const tg_config *config) {
 int cmd_update(const cli *c, tg_config *config) {
         tg_pcr_values predicted;
         bool prepare, have_prediction = false;
-        int r = 0;
+        int r = 0, k;
 
         if (c->n_args >= 1 && strcmp(c->args[0], "check") == 0) {
                 if (c->boots || c->n_pcr_values > 0 || c->from_marker || c->pin_file || c->token >= 0)
@@ -170,13 +171,16 @@ int cmd_update(const cli *c, tg_config *config) {
                 have_prediction = r > 0;
                 r = 0;
         }
-        if (!prepare && c->from_marker && c->n_args < 2)
-                return finish_markers(c, config);
+        if (!prepare && c->from_marker && c->n_args < 2) {
+                r = finish_markers(c, config);
+                /* The TOTP follows the tokens (cmd-totp.h): nothing to do, and no TPM, unless an update left a note. */
+                k = cmd_totp_follow(config, NULL, false);
+                return r < 0 ? r : k;
+        }
 
         for (int i = 1; i < c->n_args; i++) {
                 _cleanup_free_ char *marker = NULL;
                 const char *device = c->args[i];
-                int k;
 
                 if (prepare)
                         k = prepare_one(c, config, device, c->n_pcr_values > 0 || have_prediction ? &predicted : NULL);
@@ -193,5 +197,12 @@ int cmd_update(const cli *c, tg_config *config) {
                 if (k < 0 && r == 0)
                         r = k;
         }
-        return r;
+        /* The TOTP is the machine's, not a volume's: once, after the volumes all went through (cmd-totp.h). */
+        if (r < 0)
+                return r;
+        if (prepare)
+                k = cmd_totp_update_prepare(config, c->n_pcr_values > 0 || have_prediction ? &predicted : NULL);
+        else
+                k = cmd_totp_follow(config, NULL, false);
+        return k;
 }

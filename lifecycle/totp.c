@@ -104,6 +104,26 @@ static int uint_field(json_object *o, const char *path, const char *key, unsigne
         return 0;
 }
 
+/* A sealed TOTP secret (field "sealed" or "predicted"): a token object with no PIN, some PCR, no keyslot. */
+static int sealed_from_json(json_object *v, const char *path, const char *field, tg_token *ret) {
+        char name[32];
+
+        if (tg_token_from_json(v, ret) < 0)
+                return log_error_rc(-TG_ERR_TOKEN, "The TOTP file %s is unusable: field \"%s\" (above). Remove it "
+                                    "('tpmguard totp remove') and enroll again.", path, field);
+        /* No PIN: the code must show before the PIN is typed. No PCR: it would prove nothing. */
+        (void) snprintf(name, sizeof name, "%s.pin", field);
+        if (ret->pin)
+                return file_error(path, name, "is true; a TOTP secret is sealed without a PIN");
+        (void) snprintf(name, sizeof name, "%s.pcrs", field);
+        if (ret->pcr_mask == 0)
+                return file_error(path, name, "is empty; a TOTP secret sealed to no PCR proves nothing");
+        (void) snprintf(name, sizeof name, "%s.keyslots", field);
+        if (ret->keyslot >= 0)
+                return file_error(path, name, "names a keyslot; a TOTP secret opens none");
+        return 0;
+}
+
 static int totp_from_json(json_object *o, const char *path, tg_totp_file *ret) {
         _cleanup_free_ uint8_t *check = NULL;
         char problem[TG_JSON_PROBLEM_MAX], alg[16];
@@ -126,17 +146,24 @@ static int totp_from_json(json_object *o, const char *path, tg_totp_file *ret) {
                 return file_error(path, "sealed", problem);
         if (r < 0)
                 return r;
-        r = tg_token_from_json(v, &t.sealed);
+        r = sealed_from_json(v, path, "sealed", &t.sealed);
         if (r < 0)
-                return log_error_rc(-TG_ERR_TOKEN, "The TOTP file %s is unusable: field \"sealed\" (above). Remove it "
-                                    "('tpmguard totp remove') and enroll again.", path);
-        /* No PIN: the code must show before the PIN is typed. No PCR: it would prove nothing. */
-        if (t.sealed.pin)
-                return file_error(path, "sealed.pin", "is true; a TOTP secret is sealed without a PIN");
-        if (t.sealed.pcr_mask == 0)
-                return file_error(path, "sealed.pcrs", "is empty; a TOTP secret sealed to no PCR proves nothing");
-        if (t.sealed.keyslot >= 0)
-                return file_error(path, "sealed.keyslots", "names a keyslot; a TOTP secret opens none");
+                return r;
+        /* The update path's seal to predicted values: the same kind of object, the same PCRs. */
+        r = tg_json_get(o, "predicted", json_type_object, false, &v, problem, sizeof problem);
+        if (r == -TG_ERR_INVALID)
+                return file_error(path, "predicted", problem);
+        if (r < 0)
+                return r;
+        if (v) {
+                r = sealed_from_json(v, path, "predicted", &t.predicted);
+                if (r < 0)
+                        return r;
+                if (t.predicted.pcr_bank != t.sealed.pcr_bank || t.predicted.pcr_mask != t.sealed.pcr_mask)
+                        return file_error(path, "predicted.pcrs", "differs from sealed.pcrs; both seal one secret "
+                                          "to the same PCRs");
+                t.has_predicted = true;
+        }
 
         r = text_field(o, path, "algorithm", true, sizeof alg - 1, alg);
         if (r < 0)
@@ -153,6 +180,9 @@ static int totp_from_json(json_object *o, const char *path, tg_totp_file *ret) {
         if (r < 0)
                 return r;
         r = text_field(o, path, "created", false, sizeof t.created - 1, t.created);
+        if (r < 0)
+                return r;
+        r = text_field(o, path, "update_pending", false, sizeof t.update_pending - 1, t.update_pending);
         if (r < 0)
                 return r;
         r = tg_json_get_hex(o, "check", sizeof t.check, sizeof t.check, true, &check, &n, problem, sizeof problem);
@@ -198,7 +228,7 @@ static int json_add(json_object *o, const char *key, json_object *v) {
 }
 
 int tg_totp_format(const tg_totp_file *t, char **ret) {
-        _cleanup_json_ json_object *o = json_object_new_object(), *sealed = NULL, *reread = NULL;
+        _cleanup_json_ json_object *o = json_object_new_object(), *sealed = NULL, *predicted = NULL, *reread = NULL;
         _cleanup_free_ char *check = NULL;
         char problem[TG_JSON_PROBLEM_MAX];
         const char *s;
@@ -210,6 +240,11 @@ int tg_totp_format(const tg_totp_file *t, char **ret) {
         r = tg_token_to_json(&t->sealed, &sealed);
         if (r < 0)
                 return r;
+        if (t->has_predicted) {
+                r = tg_token_to_json(&t->predicted, &predicted);
+                if (r < 0)
+                        return r;
+        }
         if (tg_hex_encode(t->check, sizeof t->check, &check) < 0)
                 return -TG_ERR_NOMEM;
         r = json_add(o, "version", json_object_new_int(TG_TOTP_FILE_VERSION));
@@ -227,6 +262,10 @@ int tg_totp_format(const tg_totp_file *t, char **ret) {
                 r = json_add(o, "check", json_object_new_string(check));
         if (r >= 0 && t->created[0])
                 r = json_add(o, "created", json_object_new_string(t->created));
+        if (r >= 0 && t->has_predicted)
+                r = json_add(o, "predicted", TAKE_PTR(predicted));
+        if (r >= 0 && t->update_pending[0])
+                r = json_add(o, "update_pending", json_object_new_string(t->update_pending));
         if (r < 0)
                 return r;
         s = tg_json_pretty(o);
@@ -289,8 +328,9 @@ static int uri_build(const tg_totp_file *t, const tg_secret *secret, tg_secret *
         return 0;
 }
 
-/* Seals secret with params, proves it when no PCR value is predicted, and fills t->sealed and t->check. */
-static int seal_proven(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_totp_file *t) {
+/* Seals secret with params into *sealed, proves it when no PCR value is predicted, and fills check. */
+static int seal_proven(tg_verified_tpm *v, const tg_seal_params *params, const tg_secret *secret, tg_token *sealed,
+                       uint8_t check[32]) {
         _cleanup_handle_ tg_handle object = TG_HANDLE_NULL;
         _cleanup_secret_ tg_secret *back = NULL;
         int r;
@@ -302,21 +342,21 @@ static int seal_proven(tg_verified_tpm *v, const tg_seal_params *params, const t
                 return log_error_rc(-TG_ERR_INVALID, "A TOTP secret sealed to no PCR proves nothing: choose the PCRs "
                                     "that measure your boot chain (--pcrs).");
         if (params->explicit_values)
-                r = tg_seal(v, params, secret, &t->sealed);
+                r = tg_seal(v, params, secret, sealed);
         else
-                r = tg_seal_loaded(v, params, secret, &t->sealed, &object);
+                r = tg_seal_loaded(v, params, secret, sealed, &object);
         if (r < 0)
                 return r;
         if (!params->explicit_values) {
                 /* Prove it: the TPM gives the same secret back over the verified session. */
-                r = tg_unseal_loaded(v, &t->sealed, NULL, &object, &back);
+                r = tg_unseal_loaded(v, sealed, NULL, &object, &back);
                 if (r < 0)
                         return log_error_rc(r, "The test unseal of the new TOTP secret failed; nothing was written.");
                 if (back->size != secret->size || !memeq_const(back->data, secret->data, secret->size))
                         return log_alert_rc(-TG_ERR_INTERPOSER, "The test unseal returned a different TOTP secret; "
                                             "nothing was written.");
         }
-        return check_compute(secret, t->check);
+        return check_compute(secret, check);
 }
 
 static void now_iso(char *buf, size_t size) {
@@ -354,7 +394,7 @@ int tg_totp_enroll(const tg_config *config, const tg_seal_params *params, const 
         r = tg_secret_new_random(TG_TOTP_SECRET_SIZE, &secret);
         if (r < 0)
                 return r;
-        r = seal_proven(v, params, secret, &t);
+        r = seal_proven(v, params, secret, &t.sealed, t.check);
         if (r < 0)
                 goto finish;
         now_iso(t.created, sizeof t.created);
@@ -375,14 +415,36 @@ finish:
         return r;
 }
 
-/* Why no code can be shown, before the Unseal: the sealed PCR policy against the PCR values read now. */
-static int policy_precheck(tg_verified_tpm *v, const tg_token *sealed) {
+/*
+ * The seal that holds now, chosen before the Unseal from the PCR values read over the audited
+ * session: the main one, else the one 'update prepare' sealed to predicted values. Neither: why
+ * no code can be shown (a check that cannot run leaves it to the main seal's Unseal).
+ */
+static int seal_choose(tg_verified_tpm *v, const tg_totp_file *t, const tg_token **ret) {
         bool satisfied = true;
         char pcrs[96];
 
-        if (tg_token_policy_satisfied(v, sealed, &satisfied) < 0 || satisfied)
-                return 0;   /* a check that cannot run leaves it to the Unseal */
-        tg_pcr_list_format(sealed->pcr_mask, pcrs, sizeof pcrs);
+        if (tg_token_policy_satisfied(v, &t->sealed, &satisfied) < 0 || satisfied) {
+                *ret = &t->sealed;
+                return 0;
+        }
+        if (t->has_predicted && (tg_token_policy_satisfied(v, &t->predicted, &satisfied) < 0 || satisfied)) {
+                log_info("The TOTP secret opens through its seal to the PCR values 'tpmguard update prepare' "
+                         "predicted; 'tpmguard update finish' binds it to them.");
+                *ret = &t->predicted;
+                return 0;
+        }
+        tg_pcr_list_format(t->sealed.pcr_mask, pcrs, sizeof pcrs);
+        if (t->update_pending[0])
+                /* A grace carries no TOTP (tg_totp_update_prepare()): say so, rather than a bare mismatch. */
+                return log_error_rc(-TG_ERR_PCR_MISMATCH,
+                                    "No TOTP code: the %s values of PCR %s are not those the TOTP secret is sealed to "
+                                    "(a PCR mismatch), and an update with a grace is pending ('tpmguard update "
+                                    "prepare' at %s): a grace carries no TOTP, since a code shown without a PIN on "
+                                    "any boot chain would prove nothing. If you installed that update, this is "
+                                    "expected: type your PIN, then once booted 'tpmguard update finish', 'tpmguard "
+                                    "totp remove' and 'tpmguard totp enroll'. Otherwise do not type your PIN.",
+                                    tg_pcr_bank_to_string(t->sealed.pcr_bank), pcrs, t->update_pending);
         return log_error_rc(-TG_ERR_PCR_MISMATCH,
                             "No TOTP code: the %s values of PCR %s are not those the TOTP secret is sealed to (a PCR "
                             "mismatch): this is not the boot chain (firmware, boot loader, kernel, initrd, Secure Boot "
@@ -390,19 +452,21 @@ static int policy_precheck(tg_verified_tpm *v, const tg_token *sealed) {
                             "tampering: type neither the PIN nor the recovery passphrase here. After an update of your "
                             "own, 'tpmguard pcrs' once booted shows what changed, and 'tpmguard totp reseal' brings the "
                             "code back.",
-                            tg_pcr_bank_to_string(sealed->pcr_bank), pcrs);
+                            tg_pcr_bank_to_string(t->sealed.pcr_bank), pcrs);
 }
 
 /* The enrolled secret, unsealed on v and checked against the file's check value. */
 static int unseal_checked(tg_verified_tpm *v, const tg_totp_file *t, tg_secret **ret) {
         _cleanup_secret_ tg_secret *secret = NULL;
+        const tg_token *sealed = NULL;
         uint8_t check[32];
         int r;
 
-        r = policy_precheck(v, &t->sealed);
+
+        r = seal_choose(v, t, &sealed);
         if (r < 0)
                 return r;
-        r = tg_unseal(v, &t->sealed, NULL, &secret);
+        r = tg_unseal(v, sealed, NULL, &secret);
         if (r == -TG_ERR_PCR_MISMATCH)
                 return log_error_rc(r, "No TOTP code: the TPM refuses the sealed PCR policy (above): this is not the "
                                     "boot chain the TOTP was enrolled under. Do not type your PIN unless you know why.");
@@ -496,8 +560,12 @@ int tg_totp_reseal(const tg_config *config, tg_verified_tpm *v, const tg_seal_pa
                 p.pcr_bank = t.sealed.pcr_bank;
                 p.pcr_mask = t.sealed.pcr_mask;
         }
+        /* Bound to the values of a booted chain (or given ones): the update's seal and note are done with. */
         next = t;
-        r = seal_proven(v, &p, secret, &next);
+        next.has_predicted = false;
+        explicit_bzero(&next.predicted, sizeof next.predicted);
+        next.update_pending[0] = '\0';
+        r = seal_proven(v, &p, secret, &next.sealed, next.check);
         if (r < 0)
                 goto finish;
         r = tg_totp_format(&next, &json);
@@ -507,4 +575,116 @@ int tg_totp_reseal(const tg_config *config, tg_verified_tpm *v, const tg_seal_pa
 finish:
         explicit_bzero(&t, sizeof t);
         return r;
+}
+
+int tg_totp_update_prepare(const tg_config *config, const tg_pcr_values *predicted) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_secret_ tg_secret *secret = NULL;
+        _cleanup_free_ char *path = NULL, *json = NULL;
+        tg_seal_params p = { .allow_unextended = config->allow_unextended_pcrs };
+        tg_pcr_values values;
+        tg_totp_file t, next;
+        int r;
+
+        r = tg_totp_path(config, &path);
+        if (r < 0)
+                return r;
+        r = tg_totp_load(path, &t);
+        if (r < 0)
+                return r;
+        next = t;
+        if (!predicted) {
+                /*
+                 * A grace opens a token with its PIN on whatever boot chain comes next. The TOTP has
+                 * no PIN: sealed under a grace it would show its code on ANY chain for those boots,
+                 * an evil maid's included, and prove nothing. So no seal, a note: the boot through
+                 * the grace says that an update is pending instead of a bare PCR mismatch.
+                 */
+                now_iso(next.update_pending, sizeof next.update_pending);
+                if (next.update_pending[0] == '\0')
+                        (void) snprintf(next.update_pending, sizeof next.update_pending, "an unknown time");
+        } else {
+                if (predicted->bank != t.sealed.pcr_bank) {
+                        r = log_error_rc(-TG_ERR_INVALID, "The predicted PCR values are for the %s bank, the TOTP is "
+                                         "sealed to %s.", tg_pcr_bank_to_string(predicted->bank),
+                                         tg_pcr_bank_to_string(t.sealed.pcr_bank));
+                        goto finish;
+                }
+                values = *predicted;
+                values.given_mask &= t.sealed.pcr_mask;
+                if (values.given_mask == 0) {
+                        log_info("The update changes none of the PCRs the TOTP is sealed to: it shows its code after "
+                                 "the update as before.");
+                        r = 0;
+                        goto finish;
+                }
+                r = tg_verify(config, NULL, NULL, &v);
+                if (r < 0)
+                        goto finish;
+                r = unseal_checked(v, &t, &secret);
+                if (r < 0)
+                        goto finish;
+                p.pcr_bank = t.sealed.pcr_bank;
+                p.pcr_mask = t.sealed.pcr_mask;
+                p.explicit_values = &values;
+                r = seal_proven(v, &p, secret, &next.predicted, next.check);
+                if (r < 0)
+                        goto finish;
+                next.has_predicted = true;
+        }
+        r = tg_totp_format(&next, &json);
+        if (r >= 0)
+                r = tg_write_file_atomic(path, json, strlen(json), 0600);
+finish:
+        explicit_bzero(&t, sizeof t);
+        explicit_bzero(&next, sizeof next);
+        return r;
+}
+
+int tg_totp_follow(const tg_config *config, const tg_pcr_values *explicit_values, bool always, bool *ret_changed) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        _cleanup_free_ char *path = NULL;
+        tg_seal_params p = { .allow_unextended = config->allow_unextended_pcrs };
+        tg_pcr_values values;
+        tg_totp_file t;
+        bool pending;
+        int r;
+
+        r = tg_totp_path(config, &path);
+        if (r < 0)
+                return r;
+        r = tg_totp_load(path, &t);
+        if (r < 0)
+                return r;
+        pending = t.has_predicted || t.update_pending[0];
+        if (explicit_values) {
+                if (explicit_values->bank != t.sealed.pcr_bank) {
+                        uint16_t bank = t.sealed.pcr_bank;
+
+                        explicit_bzero(&t, sizeof t);
+                        return log_error_rc(-TG_ERR_INVALID, "The PCR values are for the %s bank, the TOTP is sealed "
+                                            "to %s.", tg_pcr_bank_to_string(explicit_values->bank),
+                                            tg_pcr_bank_to_string(bank));
+                }
+                values = *explicit_values;
+                values.given_mask &= t.sealed.pcr_mask;
+                if (values.given_mask)
+                        p.explicit_values = &values;
+        }
+        explicit_bzero(&t, sizeof t);
+        if (!always && !pending && !p.explicit_values) {
+                if (ret_changed)
+                        *ret_changed = false;
+                return 0;
+        }
+        r = tg_verify(config, NULL, NULL, &v);
+        if (r < 0)
+                return r;
+        /* pcr_mask 0: the file's bank and PCRs. */
+        r = tg_totp_reseal(config, v, &p);
+        if (r < 0)
+                return r;
+        if (ret_changed)
+                *ret_changed = true;
+        return 0;
 }

@@ -31,8 +31,16 @@
  *     "algorithm": "SHA1", "digits": 6, "period": 30,
  *     "label": "tpmguard:HOSTNAME",
  *     "check": hex(HMAC-SHA256(secret, "tpmguard totp check")),
- *     "created": "2026-12-05T02:30:00Z"
+ *     "created": "2026-12-05T02:30:00Z",
+ *     "predicted": { a token like "sealed", to the PCR values 'update prepare' predicted },
+ *     "update_pending": "2026-12-05T02:40:00Z"
  *   }
+ *
+ * The last two are optional, written by the PCR update path (tg_totp_update_prepare(),
+ * tg_totp_follow(); docs/security.md, "The TOTP across an update"): "predicted" the same
+ * secret sealed to the values the next boot chain will measure, "update_pending" the time an
+ * update with a grace was prepared (a grace carries no TOTP, so the next boot shows none and
+ * says why). Both are dropped when the TOTP is resealed to the values of a booted chain.
  *
  * "check" lets 'totp show' refuse a secret that is not the enrolled one (an
  * object of an interposer's, swapped in on the bus: without a PIN the TPM
@@ -56,6 +64,9 @@ typedef struct tg_totp_file {
         char label[TG_TOTP_LABEL_MAX + 1];
         uint8_t check[32];
         char created[32];                /* ISO 8601 UTC, informational */
+        bool has_predicted;
+        tg_token predicted;              /* the same secret sealed to predicted PCR values (update prepare) */
+        char update_pending[32];         /* ISO 8601 UTC: an update with a grace was prepared then; "" if not */
 } tg_totp_file;
 
 /* One code, and what it is for. */
@@ -116,3 +127,27 @@ int tg_totp_remove(const tg_config *config);
  * atomically. -TG_ERR_NOT_FOUND (nothing logged) when no TOTP is enrolled.
  */
 int tg_totp_reseal(const tg_config *config, tg_verified_tpm *v, const tg_seal_params *params);
+
+/*
+ * update prepare: with predicted values (those of its PCRs the TOTP is sealed to), the same
+ * secret also sealed to them, without a PIN ("predicted"), so that the next boot shows the
+ * code; the current seal must unseal now. predicted NULL (a grace): nothing is sealed, and
+ * the file records that an update with a grace is pending ("update_pending"): a grace TOTP
+ * without a PIN would show on any boot chain for the grace's boots and prove nothing, so the
+ * boot through the grace says why it shows no code instead. A prediction that names none of
+ * the TOTP's PCRs leaves the file as it is. Verifies the TPM itself (as 'update prepare' does
+ * for each volume). -TG_ERR_NOT_FOUND (nothing logged) when no TOTP is enrolled.
+ */
+int tg_totp_update_prepare(const tg_config *config, const tg_pcr_values *predicted);
+
+/*
+ * update finish and reseal: the TOTP follows the tokens. The secret is unsealed through
+ * whichever seal holds now (the main one or the predicted one) and sealed again to the PCR
+ * values now, or to explicit_values (those of the TOTP's PCRs they name, the others as
+ * now), with the file's bank and PCRs; "predicted" and "update_pending" are dropped. With
+ * always false and neither "predicted" nor "update_pending" in the file, nothing is done
+ * (*ret_changed false, no TPM command). -TG_ERR_NOT_FOUND (nothing logged) when no TOTP is
+ * enrolled; -TG_ERR_PCR_MISMATCH, the file untouched, when no seal holds (after a grace, or
+ * an update nobody prepared: the secret cannot follow; enroll again).
+ */
+int tg_totp_follow(const tg_config *config, const tg_pcr_values *explicit_values, bool always, bool *ret_changed);

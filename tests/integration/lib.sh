@@ -442,3 +442,27 @@ eventlog_reboot() {
         "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
         eventlog_boot "$@"
 }
+
+# RFC 6238, written here from the RFC (not tpmguard's code): the code of the URI's secret at unix time $2.
+rfc6238() {
+        python3 -c '
+import base64, hashlib, hmac, struct, sys, urllib.parse
+u = urllib.parse.urlparse(sys.argv[1])
+q = {k: v[0] for k, v in urllib.parse.parse_qs(u.query).items()}
+assert u.scheme == "otpauth" and u.netloc == "totp", u
+assert q["algorithm"] == "SHA1" and q["digits"] == "6" and q["period"] == "30" and q["issuer"] == "tpmguard", q
+key = base64.b32decode(q["secret"] + "=" * (-len(q["secret"]) % 8))
+mac = hmac.new(key, struct.pack(">Q", int(sys.argv[2]) // 30), hashlib.sha1).digest()
+o = mac[-1] & 0x0f
+print("%06d" % ((struct.unpack(">I", mac[o:o + 4])[0] & 0x7fffffff) % 10 ** 6))' "$1" "$2"
+}
+
+# 'tpmguard totp show --json' succeeds and prints the code of the otpauth URI $1 for the window it names.
+totp_shows_code_of() {
+        local start code
+        expect_exit 0 "$TPMGUARD" totp show --json || return 1
+        start=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["window_start"])' <<<"$OUT")
+        code=$(python3 -c 'import json, sys; print(json.load(sys.stdin)["code"])' <<<"$OUT")
+        [ "$code" = "$(rfc6238 "$1" "$start")" ] ||
+                { echo "# tpmguard shows $code, the enrolled URI's RFC 6238 code at $start is $(rfc6238 "$1" "$start")" >&2; return 1; }
+}

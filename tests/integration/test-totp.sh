@@ -31,20 +31,6 @@ s = q["secret"][0]
 print(base64.b32decode(s + "=" * (-len(s) % 8)).hex())' "$1"
 }
 
-# RFC 6238, written here from the RFC (not tpmguard's code): the code of the URI's secret at unix time $2.
-rfc6238() {
-        python3 -c '
-import base64, hashlib, hmac, struct, sys, urllib.parse
-u = urllib.parse.urlparse(sys.argv[1])
-q = {k: v[0] for k, v in urllib.parse.parse_qs(u.query).items()}
-assert u.scheme == "otpauth" and u.netloc == "totp", u
-assert q["algorithm"] == "SHA1" and q["digits"] == "6" and q["period"] == "30" and q["issuer"] == "tpmguard", q
-key = base64.b32decode(q["secret"] + "=" * (-len(q["secret"]) % 8))
-mac = hmac.new(key, struct.pack(">Q", int(sys.argv[2]) // 30), hashlib.sha1).digest()
-o = mac[-1] & 0x0f
-print("%06d" % ((struct.unpack(">I", mac[o:o + 4])[0] & 0x7fffffff) % 10 ** 6))' "$1" "$2"
-}
-
 json_field() { python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 
 # Provisioned, PCR 7 extended once (as firmware would), a TOTP enrolled to it; the URI in $URI.

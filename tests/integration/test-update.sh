@@ -195,6 +195,90 @@ predicted_then_finish() {
         pin_opens "$WORK/pin"
 }
 
+# The TOTP follows the tokens (issue 32): a predicted update seals it to the predicted values
+# too, so the boot through the update shows the enrolled URI's code; finish binds it to that
+# boot's values and drops the predicted seal; the rollback boot shows none.
+test_case totp_follows_predicted_update
+totp_follows_predicted_update() {
+        local uri
+        enrolled_at_a
+        expect_exit 0 "$TPMGUARD" totp enroll --pcrs 7
+        uri=$OUT
+        expect_exit 0 "$TPMGUARD" update prepare --pcr "7=sha256:$(pcr7_after $DIGEST_B)" --pin-file "$WORK/pin" \
+                "$WORK/disk.img"
+        expect_in "TOTP: also sealed to the predicted PCR values" "$OUT"
+        grep -q '"predicted"' "$WORK/state/totp.json"
+        # Before the reboot, the code still shows (the main seal is untouched).
+        totp_shows_code_of "$uri"
+        boot B
+        totp_shows_code_of "$uri"
+        expect_in "update prepare' predicted" "$ERR"
+        expect_exit 0 "$TPMGUARD" update finish --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "TOTP: resealed to this boot's PCR values" "$OUT"
+        refute grep -q '"predicted"' "$WORK/state/totp.json"
+        totp_shows_code_of "$uri"
+        refute_in "predicted" "$ERR"
+        # Nothing pending any more: finish leaves the TOTP alone.
+        cp "$WORK/state/totp.json" "$WORK/totp.before"
+        expect_exit 0 "$TPMGUARD" update finish --pin-file "$WORK/pin" "$WORK/disk.img"
+        cmp "$WORK/state/totp.json" "$WORK/totp.before"
+        boot A
+        expect_exit 14 "$TPMGUARD" totp show
+        boot B
+        totp_shows_code_of "$uri"
+}
+
+# A grace carries no TOTP (it has no PIN: it would show on any boot chain): the boot through
+# the grace shows no code and says an update is pending; finish cannot carry the TOTP and says
+# to enroll it again, and fails so that nobody misses it.
+test_case totp_grace_shows_pending
+totp_grace_shows_pending() {
+        enrolled_at_a
+        expect_exit 0 "$TPMGUARD" totp enroll --pcrs 7
+        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "a grace carries no TOTP" "$OUT"
+        grep -q '"update_pending"' "$WORK/state/totp.json"
+        refute grep -q '"predicted"' "$WORK/state/totp.json"
+        boot B
+        : >"$WORK/console"
+        TPMGUARD_CONSOLE=$WORK/console expect_exit 14 "$TPMGUARD" totp show --console
+        [ -z "$OUT" ]
+        expect_in "an update with a grace is pending" "$ERR"
+        expect_in "NO TOTP CODE: the boot chain changed, and an update with a grace is pending" "$(cat "$WORK/console")"
+        refute grep -q "code is" "$WORK/console"
+        pin_opens "$WORK/pin"
+        expect_exit 14 "$TPMGUARD" update finish --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "old values no longer unlock" "$OUT"
+        expect_in "The TOTP cannot follow" "$ERR"
+        expect_in "tpmguard totp enroll" "$ERR"
+        # Enrolled again, at this boot's values.
+        expect_exit 0 "$TPMGUARD" totp remove
+        expect_exit 0 "$TPMGUARD" totp enroll --pcrs 7
+        totp_shows_code_of "$OUT"
+}
+
+# reseal: the TOTP goes to the token's new values too (explicit ones here), and after an
+# update nobody prepared, reseal says it cannot follow.
+test_case totp_follows_reseal
+totp_follows_reseal() {
+        local uri
+        enrolled_at_a
+        expect_exit 0 "$TPMGUARD" totp enroll --pcrs 7
+        uri=$OUT
+        expect_exit 0 "$TPMGUARD" reseal --pcrs 7 --pcr "7=sha256:$(pcr7_after $DIGEST_B)" --pin-file "$WORK/pin" \
+                "$WORK/disk.img"
+        expect_in "TOTP: resealed to the given PCR values" "$OUT"
+        expect_exit 14 "$TPMGUARD" totp show
+        boot B
+        totp_shows_code_of "$uri"
+        pin_opens "$WORK/pin"
+        boot C
+        expect_exit 14 "$TPMGUARD" reseal --unlock-key-file "$WORK/recovery.key" --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "Resealed token" "$OUT"
+        expect_in "The TOTP cannot follow" "$ERR"
+        pin_opens "$WORK/pin"
+}
+
 # prepare proves the PIN by unsealing: a wrong one changes nothing.
 test_case prepare_wrong_pin_changes_nothing
 prepare_wrong_pin_changes_nothing() {
