@@ -70,9 +70,9 @@ static int totp_enroll(const cli *c, const tg_config *config) {
                 log_warning("The TOTP is sealed to PCR %s, which does not measure the kernel or the initrd: an initrd "
                             "edited on the unencrypted /boot, or a live system signed under the same Secure Boot keys, "
                             "shows the right code too. For a code that proves the boot chain, enroll with --pcrs 7,9 "
-                            "(GRUB measures the kernel and initrd into PCR 9) or 7,11 (a unified kernel image), and run "
-                            "'tpmguard totp reseal' after each kernel or initrd update (docs/security.md, \"Genuine "
-                            "before typed\").", pcrs);
+                            "(GRUB measures the kernel and initrd into PCR 9) or 7,11 (a unified kernel image), and "
+                            "enroll it again after each kernel or initrd update (docs/security.md, \"Genuine before "
+                            "typed\").", pcrs);
         fflush(stdout);
         if (tty) {
                 char head[512];
@@ -217,8 +217,10 @@ static int totp_show(const cli *c, const tg_config *config) {
                 json_object_object_add(o, "pcrs", json_object_new_string(pcrs));
                 cli_json_print(o);
                 explicit_bzero(digits, sizeof digits);
-        } else
+        } else if (!c->console)
                 printf("%s  for %s to %s UTC (this machine's clock)\n", code, from, to);
+        /* --console: the console and the splash only, not standard output too, which the initrd's
+         * unit sends to the journal: no code is kept in the persistent log. */
         if (c->console) {
                 (void) snprintf(line1, sizeof line1, "tpmguard: this machine's code is %s (for %s to %s UTC).", code,
                                 from, to);

@@ -139,7 +139,7 @@ static const struct option_doc {
         [OPT_BOOTS]            = { "boots", "N", "update prepare: the grace lasts this boot and the next N (1..16, default 1)", SPECIAL },
         [OPT_FROM_MARKER]      = { "from-marker", NULL, "update finish: the volumes an unlock through an update seal "
                                                         "marked this boot (with DEV: remove its marker)", FLAG(from_marker) },
-        [OPT_CONSOLE]          = { "console", NULL, "totp show: also on the console and through plymouth (the initrd)",
+        [OPT_CONSOLE]          = { "console", NULL, "totp show: on the console and through plymouth instead of standard output (the initrd)",
                                    FLAG(console) },
         [OPT_WIPE_SLOT]        = { "wipe-slot", "tpmguard|N", "Replace the volume's tpmguard token(s), or destroy keyslot N, "
                                    "once the new token is proven", STRING(wipe_slot) },

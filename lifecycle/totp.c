@@ -450,8 +450,9 @@ static int seal_choose(tg_verified_tpm *v, const tg_totp_file *t, const tg_token
                             "mismatch): this is not the boot chain (firmware, boot loader, kernel, initrd, Secure Boot "
                             "settings) it was sealed under. If you did not update it before this boot, suspect "
                             "tampering: type neither the PIN nor the recovery passphrase here. After an update of your "
-                            "own, 'tpmguard pcrs' once booted shows what changed, and 'tpmguard totp reseal' brings the "
-                            "code back.",
+                            "own, 'tpmguard pcrs' once booted shows what changed; then enroll the TOTP again ('tpmguard "
+                            "totp remove', 'tpmguard totp enroll'), and before the next update run 'tpmguard update "
+                            "prepare', which carries it.",
                             tg_pcr_bank_to_string(t->sealed.pcr_bank), pcrs);
 }
 
