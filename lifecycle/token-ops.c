@@ -335,7 +335,7 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
         tg_seal_params params;
         tg_token_alt alt = {};
         tg_token t = {}, next;
-        uint32_t reset_count = 0;
+        tg_tpm_counters counters = {};
         bool test = true;
         int r;
 
@@ -386,14 +386,17 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
                 if (p->boots < 1 || p->boots > TG_GRACE_BOOTS_MAX)
                         return log_error_rc(-TG_ERR_INVALID, "--boots %u: 1..%u.", p->boots, TG_GRACE_BOOTS_MAX);
                 /* Read over the audited session: a resetCount lowered on the bus would stretch the grace. */
-                r = tg_vtpm_reset_count(lc.v, &reset_count);
+                r = tg_vtpm_counters(lc.v, &counters);
                 if (r < 0)
                         return r;
-                if (reset_count > UINT32_MAX - p->boots)
+                if (counters.reset_count > UINT32_MAX - p->boots)
                         return log_error_rc(-TG_ERR_TPM, "The TPM's resetCount %" PRIu32 " leaves no room for a "
-                                            "grace. Nothing was changed.", reset_count);
+                                            "grace. Nothing was changed.", counters.reset_count);
                 params.grace = true;
-                params.reset_count_max = reset_count + p->boots;
+                params.reset_count_max = counters.reset_count + p->boots;
+                /* The grace opens only at restartCount 0, which the test unseal below needs now. */
+                if (counters.restart_count != 0)
+                        test = false;
         }
         r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, test, &t);
         if (r < 0)
@@ -418,7 +421,8 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
         if (r < 0)
                 return log_error_rc(r, "Nothing was changed.");
         if (ret)
-                *ret = (tg_update_result) { .token = lc.token_id, .kind = alt.kind, .reset_count = reset_count,
+                *ret = (tg_update_result) { .token = lc.token_id, .kind = alt.kind,
+                                            .reset_count = counters.reset_count,
                                             .reset_count_max = alt.reset_count_max };
         return 0;
 }

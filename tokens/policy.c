@@ -103,34 +103,45 @@ void tg_policy_grace_operand(uint32_t reset_count_max, TPM2B_OPERAND *ret) {
         };
 }
 
-int tg_policy_digest_grace(uint32_t reset_count_max, TPM2B_DIGEST *ret) {
-        TPM2B_DIGEST digest = { .size = 32 }, args = { .size = 32 };
-        TPM2B_OPERAND operand;
-        uint8_t buf[sizeof(TPM2_CC) + 32];
+/* digest = H(digest ‖ TPM_CC_PolicyCounterTimer ‖ H(operandB ‖ offset ‖ operation)) (Part 3, PolicyCounterTimer). */
+static int policy_extend_counter_timer(TPM2B_DIGEST *digest, const TPM2B_OPERAND *operand, uint16_t offset,
+                                       TPM2_EO operation) {
+        uint8_t buf[sizeof(TPM2_CC) + 32], args[32];
         size_t off = 0;
         TSS2_RC rc;
-        int r;
 
         /* args = SHA-256(operandB ‖ offset ‖ operation): a plain hash, not an extend of a digest. */
-        tg_policy_grace_operand(reset_count_max, &operand);
-        memcpy(buf, operand.buffer, operand.size);
-        off = operand.size;
-        rc = Tss2_MU_UINT16_Marshal(TG_RESET_COUNT_OFFSET, buf, sizeof buf, &off);
+        memcpy(buf, operand->buffer, operand->size);
+        off = operand->size;
+        rc = Tss2_MU_UINT16_Marshal(offset, buf, sizeof buf, &off);
         if (rc == TSS2_RC_SUCCESS)
-                rc = Tss2_MU_UINT16_Marshal(TPM2_EO_UNSIGNED_LE, buf, sizeof buf, &off);
+                rc = Tss2_MU_UINT16_Marshal(operation, buf, sizeof buf, &off);
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_INVALID, "Cannot marshal the PolicyCounterTimer arguments: %s",
                                     Tss2_RC_Decode(rc));
-        if (EVP_Digest(buf, off, args.buffer, NULL, EVP_sha256(), NULL) != 1)
+        if (EVP_Digest(buf, off, args, NULL, EVP_sha256(), NULL) != 1)
                 return log_error_rc(-TG_ERR_INVALID, "SHA-256 failed while computing a policy digest.");
 
         off = 0;
         rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyCounterTimer, buf, sizeof buf, &off);
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM_CC_PolicyCounterTimer: %s", Tss2_RC_Decode(rc));
-        memcpy(buf + off, args.buffer, 32);
-        off += 32;
-        r = policy_extend(&digest, buf, off);
+        memcpy(buf + off, args, sizeof args);
+        off += sizeof args;
+        return policy_extend(digest, buf, off);
+}
+
+int tg_policy_digest_grace(uint32_t reset_count_max, TPM2B_DIGEST *ret) {
+        static const TPM2B_OPERAND restart_zero = { .size = 4 };
+        TPM2B_DIGEST digest = { .size = 32 };
+        TPM2B_OPERAND operand;
+        int r;
+
+        tg_policy_grace_operand(reset_count_max, &operand);
+        r = policy_extend_counter_timer(&digest, &operand, TG_RESET_COUNT_OFFSET, TPM2_EO_UNSIGNED_LE);
+        if (r < 0)
+                return r;
+        r = policy_extend_counter_timer(&digest, &restart_zero, TG_RESTART_COUNT_OFFSET, TPM2_EO_EQ);
         if (r < 0)
                 return r;
         r = policy_extend_auth_value(&digest);

@@ -681,6 +681,20 @@ static int policy_run(tg_verified_tpm *v, const tg_token *token, ESYS_TR policy)
                                             token->reset_count_max);
                 if (rc != TSS2_RC_SUCCESS)
                         return tg_tpm_rc(rc, "PolicyCounterTimer");
+                /*
+                 * Threat: boots that do not count. TPM2_Shutdown is unauthenticated: an attacker's
+                 * own OS, or an interposer rewriting the kernel's Shutdown(CLEAR), sends
+                 * Shutdown(STATE) before the power cycle, and the firmware's Startup(CLEAR) is
+                 * then a TPM Restart: PCRs reset, any chain boots, resetCount unchanged. Only a
+                 * boot from a TPM Reset (restartCount 0) opens the grace.
+                 */
+                rc = Esys_PolicyCounterTimer(esys, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                             &(const TPM2B_OPERAND) { .size = 4 }, TG_RESTART_COUNT_OFFSET,
+                                             TPM2_EO_EQ);
+                if (tg_tpm_rc_base(rc) == TPM2_RC_POLICY)
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "%s", TG_GRACE_RESTART_MESSAGE);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyCounterTimer (restartCount)");
         }
         pcr_selection(token->pcr_bank, token->pcr_mask, &sel);
         if (token->pcr_mask) {
@@ -1135,28 +1149,31 @@ int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret 
         return r;
 }
 
-int tg_vtpm_reset_count(tg_verified_tpm *v, uint32_t *ret) {
+int tg_vtpm_counters(tg_verified_tpm *v, tg_tpm_counters *ret) {
         _cleanup_free_ TPMS_TIME_INFO *time_info = NULL;
         TSS2_RC rc;
 
         rc = Esys_ReadClock(tg_vtpm_esys(v), tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "ReadClock");
-        *ret = time_info->clockInfo.resetCount;
+        *ret = (tg_tpm_counters) {
+                .reset_count = time_info->clockInfo.resetCount,
+                .restart_count = time_info->clockInfo.restartCount,
+        };
         return 0;
 }
 
 int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied) {
         tg_pcr_values values;
         TPM2B_DIGEST pcr_digest, policy;
-        uint32_t reset_count;
+        tg_tpm_counters counters;
         int r;
 
         if (token->grace) {
-                r = tg_vtpm_reset_count(v, &reset_count);
+                r = tg_vtpm_counters(v, &counters);
                 if (r < 0)
                         return r;
-                *ret_satisfied = reset_count <= token->reset_count_max;
+                *ret_satisfied = counters.reset_count <= token->reset_count_max && counters.restart_count == 0;
                 return 0;
         }
 

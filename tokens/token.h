@@ -78,8 +78,9 @@
  * Alternate seals (docs/design.md "Updates", docs/token-format.md "alternates"): the same
  * masked secret under the same PIN authValue (the main seal's pin_kdf salt and parameters),
  * each under a policy of its own, for an update of the boot chain:
- *  - grace: no PCRs; the TPM's resetCount at most reset_count_max (tokens/policy.h), so it
- *    opens with the PIN alone for the boots up to that count and never after;
+ *  - grace: no PCRs; the TPM's resetCount at most reset_count_max and its restartCount 0
+ *    (tokens/policy.h), so it opens with the PIN alone in the boots up to that count (only in
+ *    a boot from a TPM Reset, not after a Restart or Resume) and never after;
  *  - predicted: the main policy's PCRs with the values an update will produce (pcr_digest).
  * Only a format 2 PIN token has them, at most one of each kind. The reader recomputes each one's
  * policy from its fields and refuses a blob whose authPolicy differs: the fields shown and used

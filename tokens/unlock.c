@@ -90,11 +90,11 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
 
 /* See unlock.h: one typed PIN, one Unseal. */
 int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *ret, tg_alt_kind *ret_kind,
-                          bool *ret_usable, uint32_t *ret_reset_count) {
+                          bool *ret_usable, tg_tpm_counters *ret_counters) {
         const tg_token_alt *predicted = tg_token_alt_find(token, TG_ALT_PREDICTED),
                            *grace = tg_token_alt_find(token, TG_ALT_GRACE);
         bool satisfied = false;
-        uint32_t reset_count;
+        tg_tpm_counters counters;
         tg_token view;
         int r;
 
@@ -115,17 +115,17 @@ int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *r
                 }
         }
         if (!satisfied && grace) {
-                /* The TPM checks the bound itself (PolicyCounterTimer); this read only says whether it
-                 * can hold, and how many boots are left (the caller's message), in one ReadClock. */
-                r = tg_vtpm_reset_count(v, &reset_count);
+                /* The TPM checks the bounds itself (PolicyCounterTimer); this read only says whether
+                 * they can hold, and how many boots are left (the caller's message), in one ReadClock. */
+                r = tg_vtpm_counters(v, &counters);
                 if (r < 0)
                         return r;
                 tg_token_alt_view(token, grace, ret);
                 *ret_kind = TG_ALT_GRACE;
                 if (ret_usable)
-                        *ret_usable = reset_count <= grace->reset_count_max;
-                if (ret_reset_count)
-                        *ret_reset_count = reset_count;
+                        *ret_usable = counters.reset_count <= grace->reset_count_max && counters.restart_count == 0;
+                if (ret_counters)
+                        *ret_counters = counters;
                 return 0;
         }
         *ret = *token;
@@ -237,6 +237,7 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         bool satisfied = true;
         tg_alt_kind kind = 0;
+        tg_tpm_counters counters = {};
         tg_token view;
         tg_da_state da;
         int r;
@@ -262,8 +263,12 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                                     da.in_lockout ? "the TPM is in dictionary-attack lockout" :
                                     "only the reserved TPM dictionary-attack tries remain",
                                     config->pin_da_reserve, config->path, da.recovery_seconds);
-        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied, NULL) >= 0 && !satisfied)
+        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied, &counters) >= 0 &&
+            !satisfied) {
+                if (kind == TG_ALT_GRACE && counters.restart_count != 0)
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "Not asking for the PIN. %s", TG_GRACE_RESTART_MESSAGE);
                 return pcr_mismatch(cd, token, kind);
+        }
         if (kind == TG_ALT_GRACE)
                 log_notice("The PCR values changed; the update grace of 'tpmguard update prepare' opens %s with the "
                            "PIN.", device ?: "the volume");
@@ -355,7 +360,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         unsigned *wrong;
         tg_token token, seal;
         tg_alt_kind kind = 0;
-        uint32_t reset_count = 0;
+        tg_tpm_counters counters = {};
         int r;
 
         r = tg_token_from_string(token_json, &token);
@@ -393,9 +398,14 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = token.n_alt == 0 },
                               NULL, &v);
                 if (r >= 0 && token.n_alt > 0)
-                        r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL, &reset_count);
+                        r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL, &counters);
                 if (r < 0)
                         return r;
+                /* The grace's bounds from the audited ReadClock of the choice: a boot that cannot
+                 * open it is told why before the PIN's Argon2id and any Unseal (the TPM would
+                 * refuse the policy anyway, before the PIN: no try either way). */
+                if (kind == TG_ALT_GRACE && counters.restart_count != 0)
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "%s", TG_GRACE_RESTART_MESSAGE);
         }
 
         if (token.pin) {
@@ -471,7 +481,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         }
         if (kind != 0) {
                 tg_token_alt_view(&token, tg_token_alt_find(&token, kind), &seal);
-                update_notice(cd, &seal, kind, reset_count);
+                update_notice(cd, &seal, kind, counters.reset_count);
                 update_marker_write(config, cd, kind);
         }
         *ret_passphrase = TAKE_PTR(secret);

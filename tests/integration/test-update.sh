@@ -147,6 +147,47 @@ grace_expires_after_one_boot() { grace_expires 1; }
 test_case grace_expires_after_two_boots
 grace_expires_after_two_boots() { grace_expires 2; }
 
+# restart_boot X: a boot of chain X that is a TPM Restart, not a Reset: Shutdown(STATE) before
+# the power cycle (unauthenticated: the attacker's own OS sends it, or an interposer rewrites the
+# kernel's Shutdown(CLEAR)), then the firmware's Startup(CLEAR): the PCRs reset, resetCount does
+# not move, restartCount does (review10 M1, after its poc_grace_outlives_its_boots).
+restart_boot() {
+        local digest=DIGEST_$1
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_shutdown
+        swtpm_ioctl --unix "$WORK/tpm/tpm.sock.ctrl" -i >/dev/null
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_startup --clear
+        rm -rf "$WORK/run"
+        mkdir -m 700 "$WORK/run"
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "7:sha256=${!digest}" >/dev/null
+}
+
+# A grace counts boots, and a TPM Restart is a boot that would not count: it never opens the
+# grace, and says why without asking for the PIN (not a wrong PIN, not a PCR mismatch). A real
+# boot (a TPM Reset) within the bound still opens it.
+test_case grace_refuses_restarts
+grace_refuses_restarts() {
+        require_tools swtpm_ioctl tpm2_shutdown tpm2_startup
+        enrolled_at_a
+        expect_exit 0 "$TPMGUARD" update prepare --boots 2 --pin-file "$WORK/pin" "$WORK/disk.img"
+        boot C
+        pin_opens "$WORK/pin"
+        local i before
+        before=$(da_counter)
+        for i in 1 2 3; do
+                restart_boot C
+                token_open_v <"$WORK/pin" >"$WORK/out" 2>&1 && { echo "# restart $i opened the grace" >&2; return 1; }
+                expect_in "restartCount is not 0" "$(cat "$WORK/out")"
+                expect_in "This is not a wrong PIN" "$(cat "$WORK/out")"
+                refute_in "tries left" "$(cat "$WORK/out")"
+        done
+        # The typed PIN was never tried: no dictionary-attack try spent.
+        [ $(($(da_counter))) -le $((before)) ] || { echo "# DA counter moved $before -> $(da_counter)" >&2; return 1; }
+        boot C
+        expect_exit 0 token_open_v <"$WORK/pin"
+        expect_in "Unlocked with the update grace, 0 boot(s) left" "$ERR$OUT"
+}
+
 # A wrong PIN through the grace costs one dictionary-attack try, not two: the seal is chosen
 # before the PIN-bearing Unseal, and one typed PIN is one Unseal on the bus (a client that tried
 # the main seal first and the grace after its policy failure would send two, and an interposer
