@@ -46,8 +46,9 @@ typedef struct tg_seal_params {
          * format 2 token instead of fresh ones, so that the new blob holds the same masked secret
          * under the same authValue as the token's (one Argon2id per typed PIN opens either). */
         const tg_token *pin_of;
-        /* A grace seal: no PCRs (pcr_mask 0), PolicyCounterTimer resetCount <= reset_count_max and
-         * restartCount == 0, the PIN. */
+        /* A grace seal: PolicyCounterTimer resetCount <= reset_count_max and restartCount == 0,
+         * the PCRs of pcr_mask (the ones the update does not change; 0: none) at their values
+         * now in pin_of's bank, the PIN. */
         bool grace;
         uint32_t reset_count_max;
 } tg_seal_params;

@@ -120,10 +120,18 @@ int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *r
                 r = tg_vtpm_counters(v, &counters);
                 if (r < 0)
                         return r;
-                tg_token_alt_view(token, grace, ret);
+                tg_token_alt_view(token, grace, &view);
+                satisfied = counters.reset_count <= grace->reset_count_max && counters.restart_count == 0;
+                /* The PCRs the grace keeps (those the update does not change), as the TPM will check them. */
+                if (satisfied && view.pcr_mask) {
+                        r = tg_token_policy_satisfied(v, &view, &satisfied);
+                        if (r < 0)
+                                return r;
+                }
+                *ret = view;
                 *ret_kind = TG_ALT_GRACE;
                 if (ret_usable)
-                        *ret_usable = counters.reset_count <= grace->reset_count_max && counters.restart_count == 0;
+                        *ret_usable = satisfied;
                 if (ret_counters)
                         *ret_counters = counters;
                 return 0;
@@ -178,10 +186,23 @@ static void update_marker_write(const tg_config *config, struct crypt_device *cd
                 log_debug("Cannot write %s.", path);
 }
 
-/* The message after an unlock through an update seal: which seal, how long the grace lasts, what to run;
- * at the normal level (libcryptsetup shows it without -v): the user has something to run. */
-static void update_notice(struct crypt_device *cd, const tg_token *view, tg_alt_kind kind, uint32_t reset_count) {
+/* "PCR 4, 9" of mask, or "no PCR". */
+static void pcr_phrase(uint32_t mask, char *buf, size_t size) {
+        if (!mask) {
+                (void) snprintf(buf, size, "no PCR");
+                return;
+        }
+        (void) snprintf(buf, size, "PCR ");
+        tg_pcr_list_format(mask, buf + strlen(buf), size - strlen(buf));
+}
+
+/* The message after an unlock through an update seal: which seal, what it was prepared for, how long
+ * the grace lasts, what to run; at the normal level (libcryptsetup shows it without -v): the user has
+ * something to run, and a change that was not theirs to notice. */
+static void update_notice(struct crypt_device *cd, const tg_token *token, const tg_token *view, tg_alt_kind kind,
+                          uint32_t reset_count) {
         const char *device = cd ? crypt_get_device_name(cd) : NULL;
+        char changing[96], kept[96];
 
         if (kind == TG_ALT_PREDICTED) {
                 log_warning("Unlocked with the predicted update seal (the PCR values changed as 'tpmguard update "
@@ -189,12 +210,15 @@ static void update_notice(struct crypt_device *cd, const tg_token *view, tg_alt_
                             "does after this boot).", device ?: "DEVICE");
                 return;
         }
-        if (reset_count <= view->reset_count_max)
-                log_warning("Unlocked with the update grace, %" PRIu32 " boot(s) left after this one; run "
-                            "'tpmguard update finish %s' (tpmguard-update-finish.service does after this boot).",
-                            view->reset_count_max - reset_count, device ?: "DEVICE");
-        else
-                log_warning("Unlocked with the update grace; run 'tpmguard update finish %s'.", device ?: "DEVICE");
+        pcr_phrase(token->pcr_mask & ~view->pcr_mask, changing, sizeof changing);
+        pcr_phrase(view->pcr_mask, kept, sizeof kept);
+        log_warning("Unlocked with the update grace, which 'tpmguard update prepare' made for a change of %s (it "
+                    "checks %s), %" PRIu32 " boot(s) left after this one. If you did not just update firmware or "
+                    "the boot chain, suspect tampering: run 'tpmguard pcrs'. Else run 'tpmguard update finish %s' "
+                    "(tpmguard-update-finish.service does after this boot; it refuses a change that was not "
+                    "prepared).", changing, kept,
+                    reset_count <= view->reset_count_max ? view->reset_count_max - reset_count : 0,
+                    device ?: "DEVICE");
 }
 
 /*
@@ -215,21 +239,36 @@ static int not_verified(int r) {
                             "PIN could unlock. Use the recovery passphrase, then run 'tpmguard doctor'.");
 }
 
-static int pcr_mismatch(struct crypt_device *cd, const tg_token *token, tg_alt_kind kind) {
+/*
+ * Threat: an evil maid's change (Secure Boot off, her chain) read as a firmware update, and the
+ * advice to reseal or prepare an update, which would bind the token to her chain. So the message
+ * names the tool that shows what changed first, and tampering before the routine fix.
+ */
+static int pcr_mismatch(struct crypt_device *cd, const tg_token *token, tg_alt_kind kind, const tg_token *view,
+                        const tg_tpm_counters *counters) {
         const char *device = cd ? crypt_get_device_name(cd) : NULL;
-        char pcrs[96];
+        char pcrs[96], why[256] = "";
 
         tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
+        if (kind == TG_ALT_GRACE && view && counters && counters->reset_count <= view->reset_count_max &&
+            view->pcr_mask) {
+                char kept[96];
+
+                pcr_phrase(view->pcr_mask, kept, sizeof kept);
+                (void) snprintf(why, sizeof why, ", and %s, which its update grace keeps, changed too (the update "
+                                "was prepared for a change of the others only)", kept);
+        } else if (kind == TG_ALT_GRACE)
+                (void) snprintf(why, sizeof why, ", and its update grace has expired");
         return log_error_rc(-TG_ERR_PCR_MISMATCH,
                             "Not asking for the PIN: the %s values of PCR %s no longer match the token's "
-                            "sealed policy (a PCR mismatch)%s, so no PIN can unlock it (firmware, boot "
-                            "loader or Secure Boot settings changed?). Unlock with the recovery passphrase, "
-                            "then run 'tpmguard reseal %s' (it asks for that passphrase). Before the next "
-                            "update, 'tpmguard update prepare %s' lets the boots after it unlock with the "
-                            "PIN alone.",
-                            tg_pcr_bank_to_string(token->pcr_bank), pcrs,
-                            kind == TG_ALT_GRACE ? " and its update grace has expired" : "",
-                            device ?: "DEVICE", device ?: "DEVICE");
+                            "sealed policy (a PCR mismatch)%s, so no PIN can unlock it. Run 'tpmguard pcrs' "
+                            "to see which boot events changed. If you did not update firmware, the boot loader, "
+                            "the kernel or the Secure Boot settings, suspect tampering and do not type your PIN. "
+                            "If you did: unlock with the recovery passphrase, then run 'tpmguard reseal %s' (it "
+                            "asks for that passphrase); before the next update, 'tpmguard update prepare %s' "
+                            "lets the boots after it unlock with the PIN alone.",
+                            tg_pcr_bank_to_string(token->pcr_bank), pcrs, why, device ?: "DEVICE",
+                            device ?: "DEVICE");
 }
 
 static int pin_can_work(struct crypt_device *cd, const tg_config *config, const tg_token *token) {
@@ -267,11 +306,17 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
             !satisfied) {
                 if (kind == TG_ALT_GRACE && counters.restart_count != 0)
                         return log_error_rc(-TG_ERR_PCR_MISMATCH, "Not asking for the PIN. %s", TG_GRACE_RESTART_MESSAGE);
-                return pcr_mismatch(cd, token, kind);
+                return pcr_mismatch(cd, token, kind, &view, &counters);
         }
-        if (kind == TG_ALT_GRACE)
-                log_notice("The PCR values changed; the update grace of 'tpmguard update prepare' opens %s with the "
-                           "PIN.", device ?: "the volume");
+        if (kind == TG_ALT_GRACE) {
+                char changing[96];
+
+                pcr_phrase(token->pcr_mask & ~view.pcr_mask, changing, sizeof changing);
+                log_notice("The PCR values changed; the update grace of 'tpmguard update prepare', made for a change "
+                           "of %s, opens %s with the PIN. If you did not just update firmware or the boot chain, "
+                           "suspect tampering, do not type the PIN, and run 'tpmguard pcrs'.", changing,
+                           device ?: "the volume");
+        }
         else if (kind == TG_ALT_PREDICTED)
                 log_notice("The PCR values changed as predicted; the update seal opens %s with the PIN.",
                            device ?: "the volume");
@@ -332,7 +377,7 @@ static int prepare_unlock(struct crypt_device *cd, const tg_config *config, cons
                 return pin_can_work(cd, config, token);
         }
         if (!satisfied)
-                return pcr_mismatch(cd, token, 0);
+                return pcr_mismatch(cd, token, 0, NULL, NULL);
 
         p = calloc(1, sizeof *p);
         if (!p)
@@ -481,7 +526,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         }
         if (kind != 0) {
                 tg_token_alt_view(&token, tg_token_alt_find(&token, kind), &seal);
-                update_notice(cd, &seal, kind, counters.reset_count);
+                update_notice(cd, &token, &seal, kind, counters.reset_count);
                 update_marker_write(config, cd, kind);
         }
         *ret_passphrase = TAKE_PTR(secret);
