@@ -223,6 +223,8 @@ grace_keeps_undeclared_pcrs() {
         refute_in "every PCR the token is sealed to may change" "$OUT"
         expect_exit 0 with_plugin cryptsetup luksDump "$WORK/disk.img"
         expect_in "keeping PCR 7" "$OUT"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "in a boot without a TPM Restart, and PCR 7 as prepared (now: satisfied)" "$OUT"
         # PCR 4 and PCR 7 both changed: the grace keeps PCR 7, so no PIN is asked.
         boot C
         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "4:sha256=$DIGEST_B" >/dev/null
