@@ -39,6 +39,7 @@ int cli_next_boot(const cli *c, const tg_config *config, tg_next_boot *ret, tg_p
         tg_pcr7_predict_options o;
         tg_pcr7_prediction p;
         tg_next_boot next = {};
+        tg_tpm_counters counters;
         tg_pcr_replay rp;
         int r;
 
@@ -70,9 +71,10 @@ int cli_next_boot(const cli *c, const tg_config *config, tg_next_boot *ret, tg_p
         if (next.values.value_size != p.size || memcmp(next.values.value[7], p.current, p.size) != 0)
                 return log_error_rc(-TG_ERR_TPM, "PCR 7 changed while it was read: run 'tpmguard update check' again.");
         memcpy(next.values.value[7], p.predicted, p.size);
-        r = tg_vtpm_reset_count(v, &next.reset_count);
+        r = tg_vtpm_counters(v, &counters);
         if (r < 0)
                 return r;
+        next.reset_count = counters.reset_count;
         r = tg_capsule_pending(o.efivars_dir, &capsule);
         if (r < 0)
                 return r;

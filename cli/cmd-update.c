@@ -28,26 +28,40 @@
 #include "unlock.h"
 #include "util.h"
 
-static int prepare_one(const cli *c, const tg_config *config, const char *device, const tg_pcr_values *predicted) {
+static int prepare_one(const cli *c, const tg_config *config, const char *device, const tg_pcr_values *predicted,
+                       uint32_t changing) {
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_update_result res;
+        char pcrs[96];
         int r;
 
         r = cli_read_token_pin(c, device, &pin);
         if (r < 0)
                 return r;
         r = tg_update_prepare(config, device, c->token, &(tg_update_params) {
-                                      .boots = c->boots ?: 1, .predicted = predicted, .pin = pin }, &res);
+                                      .boots = c->boots ?: 1, .predicted = predicted, .pin = pin,
+                                      .changing = changing, .event_log = c->event_log }, &res);
         if (r < 0)
                 return log_error_rc(r, "update prepare %s failed: %s.", device, tg_err_str(r));
-        if (res.kind == TG_ALT_GRACE)
-                printf("%s: token %d opens with the PIN alone, whatever the PCR values, for this boot and the next "
-                       "%" PRIu32 " (the TPM's resetCount %" PRIu32 " now, at most %" PRIu32 "). After the update, "
-                       "'tpmguard update finish %s' binds it to the new values (tpmguard-update-finish.service runs "
-                       "it after a boot that used the grace).\n",
-                       device, res.token, res.reset_count_max - res.reset_count, res.reset_count, res.reset_count_max,
-                       device);
-        else
+        if (res.kind == TG_ALT_GRACE) {
+                tg_pcr_list_format(res.changing, pcrs, sizeof pcrs);
+                printf("%s: token %d opens with the PIN alone while PCR %s change, for the next %" PRIu32 " boot(s) "
+                       "(the TPM's resetCount %" PRIu32 " now, at most %" PRIu32 "). After the update, 'tpmguard "
+                       "update finish %s' binds it to the new values (tpmguard-update-finish.service runs it after a "
+                       "boot that used the grace); it refuses a change outside PCR %s, Secure Boot turned off, and a "
+                       "new PK, KEK or db.\n",
+                       device, res.token, pcrs, res.reset_count_max - res.reset_count, res.reset_count,
+                       res.reset_count_max, device, pcrs);
+                if (!c->changing)
+                        printf("%s: every PCR the token is sealed to may change (no --changing): until 'update finish', "
+                               "a boot chain nobody prepared opens the token with the PIN. Name the PCRs the update "
+                               "changes (e.g. --changing 4,9 for a kernel or boot loader update) to keep the others.\n",
+                               device);
+                if (!res.secure_boot_recorded)
+                        printf("%s: no event log that replays to the verified PCR values, so the Secure Boot "
+                               "configuration was not recorded: 'update finish' will refuse any change of PCR 7.\n",
+                               device);
+        } else
                 printf("%s: token %d also opens with the predicted PCR values. After the update, 'tpmguard update "
                        "finish %s' drops the old values (tpmguard-update-finish.service runs it after a boot that "
                        "used the predicted seal).\n", device, res.token, device);
@@ -65,6 +79,7 @@ static int marker_path(const tg_config *config, const char *uuid, char **ret) {
 }
 
 static int finish_one(const cli *c, const tg_config *config, const char *device, const char *marker) {
+        const tg_update_finish_options o = { .event_log = c->event_log, .accept_change = c->accept_change };
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_lifecycle_result res;
         bool nothing = false;
@@ -73,7 +88,7 @@ static int finish_one(const cli *c, const tg_config *config, const char *device,
         r = cli_read_token_pin(c, device, &pin);
         if (r < 0)
                 return r;
-        r = tg_update_finish(config, device, c->token, pin, &nothing, &res);
+        r = tg_update_finish(config, device, c->token, pin, &o, &nothing, &res);
         if (r < 0)
                 return log_error_rc(r, "update finish %s failed: %s.", device, tg_err_str(r));
         if (marker && unlink(marker) < 0 && errno != ENOENT)
@@ -125,6 +140,7 @@ static int finish_markers(const cli *c, const tg_config *config) {
 int cmd_update(const cli *c, tg_config *config) {
         tg_pcr_values predicted;
         bool prepare, have_prediction = false;
+        uint32_t changing = 0;
         int r = 0, k;
 
         if (c->n_args >= 1 && strcmp(c->args[0], "check") == 0) {
@@ -135,16 +151,31 @@ int cmd_update(const cli *c, tg_config *config) {
         }
         if (c->n_args < 1 || (strcmp(c->args[0], "prepare") != 0 && strcmp(c->args[0], "finish") != 0))
                 return log_error_rc(-TG_ERR_INVALID, "Usage: tpmguard update check [DEV...] | tpmguard update prepare "
-                                    "[--boots N] [--pcr N=BANK:HEX...] DEV... | tpmguard update finish [--from-marker] DEV...");
+                                    "[--boots N] [--changing LIST] [--pcr N=BANK:HEX...] DEV... | tpmguard update finish [--from-marker] "
+                                    "[--accept-change] DEV...");
         prepare = strcmp(c->args[0], "prepare") == 0;
         if (c->crypttab || c->json)
                 return log_error_rc(-TG_ERR_INVALID, "--crypttab and --json apply to 'update check' only.");
-        if ((!prepare || c->boots || c->n_pcr_values > 0) &&
-            (c->event_log || c->db_file || c->dbx_file || c->kek_file || c->authority_file || c->replace_variables ||
+        if ((!prepare || c->boots || c->n_pcr_values > 0 || c->changing) &&
+            (c->db_file || c->dbx_file || c->kek_file || c->authority_file || c->replace_variables ||
              c->efivars_dir || c->endorsement_auth_file || c->null_name))
-                return log_error_rc(-TG_ERR_INVALID, "--event-log, --db, --dbx, --kek, --authority, --replace-variables, "
+                return log_error_rc(-TG_ERR_INVALID, "--db, --dbx, --kek, --authority, --replace-variables, "
                                     "--efivars, --endorsement-auth-file and --null-name predict PCR 7: for 'update "
-                                    "check', and 'update prepare' without --boots or --pcr.");
+                                    "check', and 'update prepare' without --boots, --changing or --pcr.");
+        if (c->changing && (!prepare || c->n_pcr_values > 0))
+                return log_error_rc(-TG_ERR_INVALID, "--changing applies to the grace of 'update prepare' (not with --pcr).");
+        if (c->changing) {
+                r = tg_pcr_list_parse(c->changing, &changing);
+                if (r < 0)
+                        return log_error_rc(r, "--changing %s: a list of PCRs, e.g. 4,9.", c->changing);
+                if (changing == 0)
+                        return log_error_rc(-TG_ERR_INVALID, "--changing names no PCR.");
+        }
+        /* The unit runs finish --from-marker with no one to show the change to: it never overrides. */
+        if (c->accept_change && (prepare || c->from_marker || !isatty(STDIN_FILENO)))
+                return log_error_rc(-TG_ERR_INVALID, "--accept-change applies to 'update finish' run by hand at a "
+                                    "terminal, without --from-marker: it binds the token to a change 'update prepare' "
+                                    "did not prepare for, which only the person who made it can accept.");
         if (c->n_args < 2 && !(c->from_marker && !prepare))
                 return log_error_rc(-TG_ERR_INVALID, "update %s: name the volume(s), e.g. /dev/sda3.", c->args[0]);
         if (prepare && c->from_marker)
@@ -164,7 +195,7 @@ int cmd_update(const cli *c, tg_config *config) {
                 }
         }
         /* Neither given: the prediction when a change is known, else a grace (cmd-update-check.h). */
-        if (prepare && !c->boots && c->n_pcr_values == 0) {
+        if (prepare && !c->boots && c->n_pcr_values == 0 && !c->changing) {
                 r = cli_prepare_prediction(c, config, &predicted);
                 if (r < 0)
                         return r;
@@ -183,7 +214,8 @@ int cmd_update(const cli *c, tg_config *config) {
                 const char *device = c->args[i];
 
                 if (prepare)
-                        k = prepare_one(c, config, device, c->n_pcr_values > 0 || have_prediction ? &predicted : NULL);
+                        k = prepare_one(c, config, device, c->n_pcr_values > 0 || have_prediction ? &predicted : NULL,
+                                        changing);
                 else {
                         if (c->from_marker) {
                                 _cleanup_crypt_ struct crypt_device *cd = NULL;

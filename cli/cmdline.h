@@ -60,6 +60,8 @@ typedef struct cli {
         const char *efivars_dir;        /* pcrs --predict: where the variables' current values are */
         unsigned boots;                 /* update prepare --boots; 0: not given */
         bool from_marker;               /* update finish --from-marker */
+        const char *changing;           /* update prepare --changing LIST */
+        bool accept_change;             /* update finish --accept-change */
         bool console;           /* totp show: also on the console and through plymouth */
         bool dry_run;                   /* enroll, remove, rotate, reseal: say what would change, change nothing */
         char **args;

@@ -206,9 +206,17 @@ int tg_status(const tg_config *config, const char *device, json_object **ret) {
                                         tg_token_alt_view(&t, &t.alt[k], &view);
                                         json_object_object_add(a, "kind", json_object_new_string(
                                                 tg_alt_kind_to_string(t.alt[k].kind)));
-                                        if (t.alt[k].kind == TG_ALT_GRACE)
+                                        if (t.alt[k].kind == TG_ALT_GRACE) {
+                                                json_object *kept = json_object_new_array();
+
                                                 json_object_object_add(a, "reset_count_max",
                                                                        json_object_new_int64(t.alt[k].reset_count_max));
+                                                /* The PCRs the grace still checks (those the update does not change). */
+                                                for (unsigned p = 0; kept && p < TG_PCR_COUNT; p++)
+                                                        if (t.alt[k].pcr_mask & (UINT32_C(1) << p))
+                                                                json_object_array_add(kept, json_object_new_int((int) p));
+                                                json_object_object_add(a, "kept_pcrs", kept);
+                                        }
                                         json_object_object_add(a, "policy", json_object_new_string(policy_state(v, &view)));
                                         explicit_bzero(&view, sizeof view);
                                 }
@@ -354,14 +362,27 @@ void tg_status_print(json_object *s, FILE *f) {
                 fprintf(f, "\n");
                 if (json_object_object_get_ex(t, "update_seals", &x))
                         for (size_t k = 0; k < json_object_array_length(x); k++) {
-                                json_object *a = json_object_array_get_idx(x, k), *kind, *bound, *state;
+                                json_object *a = json_object_array_get_idx(x, k), *kind, *bound, *state, *kept = NULL;
                                 json_object_object_get_ex(a, "kind", &kind);
                                 json_object_object_get_ex(a, "policy", &state);
-                                if (json_object_object_get_ex(a, "reset_count_max", &bound))
+                                json_object_object_get_ex(a, "kept_pcrs", &kept);
+                                if (json_object_object_get_ex(a, "reset_count_max", &bound)) {
+                                        uint32_t mask = 0;
+                                        char kept_list[96] = "";
+
+                                        for (size_t p = 0; kept && p < json_object_array_length(kept); p++) {
+                                                int n = json_object_get_int(json_object_array_get_idx(kept, p));
+                                                if (n >= 0 && n < TG_PCR_COUNT)
+                                                        mask |= UINT32_C(1) << n;
+                                        }
+                                        if (mask)
+                                                tg_pcr_list_format(mask, kept_list, sizeof kept_list);
                                         fprintf(f, "    update seal: grace while the TPM's resetCount <= %" PRId64
-                                                " (now: %s); 'tpmguard update finish' ends it\n",
-                                                json_object_get_int64(bound), json_object_get_string(state));
-                                else
+                                                ", in a boot without a TPM Restart%s%s%s (now: %s); 'tpmguard update "
+                                                "finish' ends it\n", json_object_get_int64(bound),
+                                                mask ? ", and PCR " : "", kept_list, mask ? " as prepared" : "",
+                                                json_object_get_string(state));
+                                } else
                                         fprintf(f, "    update seal: %s PCR values (now: %s); 'tpmguard update finish' "
                                                 "ends it\n", json_object_get_string(kind), json_object_get_string(state));
                         }

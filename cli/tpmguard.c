@@ -45,7 +45,7 @@ enum {
         OPT_KEEP_OLD, OPT_OLD_PIN_FILE,
         OPT_TOFU, OPT_LOCKOUT_AUTH_COPY,
         OPT_EVENT_LOG, OPT_PREDICT, OPT_DB, OPT_DBX, OPT_KEK, OPT_AUTHORITY, OPT_REPLACE_VARIABLES, OPT_EFIVARS,
-        OPT_BOOTS, OPT_FROM_MARKER,
+        OPT_BOOTS, OPT_FROM_MARKER, OPT_CHANGING, OPT_ACCEPT_CHANGE,
         OPT_CONSOLE,
         OPT_WIPE_SLOT, OPT_DRY_RUN,
         _OPT_MAX,
@@ -139,6 +139,10 @@ static const struct option_doc {
         [OPT_BOOTS]            = { "boots", "N", "update prepare: the grace lasts this boot and the next N (1..16, default 1)", SPECIAL },
         [OPT_FROM_MARKER]      = { "from-marker", NULL, "update finish: the volumes an unlock through an update seal "
                                                         "marked this boot (with DEV: remove its marker)", FLAG(from_marker) },
+        [OPT_CHANGING]         = { "changing", "LIST", "update prepare: the PCRs the update changes; the grace keeps the "
+                                   "token's others (default: all of them)", STRING(changing) },
+        [OPT_ACCEPT_CHANGE]    = { "accept-change", NULL, "update finish, at a terminal: bind to a change 'update "
+                                   "prepare' did not prepare for (shown first)", FLAG(accept_change) },
         [OPT_CONSOLE]          = { "console", NULL, "totp show: on the console and through plymouth instead of standard output (the initrd)",
                                    FLAG(console) },
         [OPT_WIPE_SLOT]        = { "wipe-slot", "tpmguard|N", "Replace the volume's tpmguard token(s), or destroy keyslot N, "
@@ -381,7 +385,8 @@ static const cli_command commands[] = {
         { "update", "check|prepare|finish DEV...", "Before a firmware or boot chain update: will the next boot open "
           "every token (check); let the next boots unlock with the PIN (prepare); after it: bind the token to the new "
           "PCR values (finish)",
-          O(TOKEN) | O(PIN_FILE) | O(PCR) | O(BOOTS) | O(FROM_MARKER) | O(CRYPTTAB) | O(EVENT_LOG) | O(DB) | O(DBX) |
+          O(TOKEN) | O(PIN_FILE) | O(PCR) | O(BOOTS) | O(FROM_MARKER) | O(CHANGING) | O(ACCEPT_CHANGE) | O(CRYPTTAB) |
+          O(EVENT_LOG) | O(DB) | O(DBX) |
           O(KEK) | O(AUTHORITY) | O(REPLACE_VARIABLES) | O(EFIVARS) | O(EAUTH) | O(NULL_NAME) | O(JSON), CMD_CONFIG,
           cmd_update },
         { "remove", "DEV", "Remove a token and its keyslot (never the last keyslot)", O(TOKEN) | O(DRY_RUN), CMD_CONFIG,

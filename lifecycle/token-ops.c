@@ -20,6 +20,7 @@
 #include "token-ops.h"
 #include "token.h"
 #include "unlock.h"
+#include "update-record.h"
 
 /*
  * New keyslot, one keyslot change (keyslot-change.h): marker, keyslot
@@ -335,7 +336,9 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
         tg_seal_params params;
         tg_token_alt alt = {};
         tg_token t = {}, next;
-        uint32_t reset_count = 0;
+        tg_tpm_counters counters = {};
+        tg_update_record record = {};
+        uint32_t changing = 0;
         bool test = true;
         int r;
 
@@ -386,14 +389,32 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
                 if (p->boots < 1 || p->boots > TG_GRACE_BOOTS_MAX)
                         return log_error_rc(-TG_ERR_INVALID, "--boots %u: 1..%u.", p->boots, TG_GRACE_BOOTS_MAX);
                 /* Read over the audited session: a resetCount lowered on the bus would stretch the grace. */
-                r = tg_vtpm_reset_count(lc.v, &reset_count);
+                r = tg_vtpm_counters(lc.v, &counters);
                 if (r < 0)
                         return r;
-                if (reset_count > UINT32_MAX - p->boots)
+                if (counters.reset_count > UINT32_MAX - p->boots)
                         return log_error_rc(-TG_ERR_TPM, "The TPM's resetCount %" PRIu32 " leaves no room for a "
-                                            "grace. Nothing was changed.", reset_count);
+                                            "grace. Nothing was changed.", counters.reset_count);
                 params.grace = true;
-                params.reset_count_max = reset_count + p->boots;
+                params.reset_count_max = counters.reset_count + p->boots;
+                changing = p->changing ? p->changing : lc.token.pcr_mask;
+                if (changing & ~lc.token.pcr_mask)
+                        return log_error_rc(-TG_ERR_INVALID, "--changing names a PCR token %d is not sealed to. "
+                                            "Nothing was changed.", lc.token_id);
+                /* What finish may bind to, recorded before the grace exists (update-record.h). */
+                r = tg_update_record_take(lc.v, p->event_log, lc.token.pcr_bank, lc.token.pcr_mask, changing,
+                                          &record);
+                if (r < 0)
+                        return log_error_rc(r, "Nothing was changed.");
+                r = tg_update_record_write(config->state_dir, crypt_get_uuid(lc.cd), &record);
+                if (r < 0)
+                        return log_error_rc(r, "Nothing was changed.");
+                /* The grace keeps the PCRs the update does not change: a kernel update's grace still
+                 * binds PCR 7, so an evil maid's Secure Boot change does not open it (review10 H1). */
+                params.pcr_mask = lc.token.pcr_mask & ~changing;
+                /* The grace opens only at restartCount 0, which the test unseal below needs now. */
+                if (counters.restart_count != 0)
+                        test = false;
         }
         r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, test, &t);
         if (r < 0)
@@ -405,6 +426,7 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
                 .public_blob = t.public_blob,
                 .policy_hash = t.policy_hash,
                 .reset_count_max = t.reset_count_max,
+                .pcr_mask = p->predicted ? 0 : t.pcr_mask,
                 .pcr_digest = t.pcr_digest,
         };
         explicit_bzero(&t, sizeof t);
@@ -418,13 +440,59 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
         if (r < 0)
                 return log_error_rc(r, "Nothing was changed.");
         if (ret)
-                *ret = (tg_update_result) { .token = lc.token_id, .kind = alt.kind, .reset_count = reset_count,
+                *ret = (tg_update_result) { .token = lc.token_id, .kind = alt.kind,
+                                            .reset_count = counters.reset_count, .changing = changing,
+                                            .secure_boot_recorded = record.have_sb,
                                             .reset_count_max = alt.reset_count_max };
         return 0;
 }
 
+/*
+ * Over the grace: this boot against what 'update prepare' recorded (update-record.h), before
+ * anything is unsealed or rebound. Threat: an evil maid's chain booted during the grace (Secure
+ * Boot off, her own PK, KEK or db, a swapped boot loader); finish, run unattended by
+ * tpmguard-update-finish.service, would otherwise seal the token to it for good.
+ */
+static int grace_change_check(tg_lifecycle *lc, const tg_config *config, const tg_update_finish_options *o) {
+        _cleanup_free_ char *diff = NULL;
+        tg_update_record prepared, now;
+        int r;
+
+        r = tg_update_record_read(config->state_dir, crypt_get_uuid(lc->cd), &prepared);
+        if (r == -TG_ERR_NOT_FOUND) {
+                diff = strdup("there is no record of what 'update prepare' allowed to change (it is written "
+                              "under state_dir/update-prepared/ when the grace is made)");
+                if (!diff)
+                        return -TG_ERR_NOMEM;
+        } else if (r < 0)
+                return r;
+        else {
+                r = tg_update_record_take(lc->v, o ? o->event_log : NULL, lc->token.pcr_bank, lc->token.pcr_mask, 0,
+                                          &now);
+                if (r < 0)
+                        return r;
+                r = tg_update_record_compare(&prepared, &now, &diff);
+                if (r < 0 && r != -TG_ERR_PCR_MISMATCH)
+                        return r;
+        }
+        if (!diff)
+                return 0;
+        if (o && o->accept_change) {
+                log_warning("Token %d: this boot is not what 'update prepare' prepared for: %s. Accepted "
+                            "(--accept-change): binding the token to it.", lc->token_id, diff);
+                return 0;
+        }
+        return log_error_rc(-TG_ERR_PCR_MISMATCH,
+                            "Not binding token %d to this boot: it opened with the update grace, but this boot is "
+                            "not what 'update prepare' prepared for: %s. If you did not update firmware or the boot "
+                            "chain in this way, suspect tampering: run 'tpmguard pcrs' to see which events changed, "
+                            "and do not type your PIN at boot until you know. Nothing was changed. If you made the "
+                            "change yourself, 'tpmguard update finish --accept-change %s' at a terminal binds the "
+                            "token to it.", lc->token_id, diff, lc->device);
+}
+
 int tg_update_finish(const tg_config *config, const char *device, int token, const tg_secret *pin,
-                     bool *ret_nothing, tg_lifecycle_result *ret) {
+                     const tg_update_finish_options *o, bool *ret_nothing, tg_lifecycle_result *ret) {
         _cleanup_(tg_lifecycle_done) tg_lifecycle lc = {};
         _cleanup_secret_ tg_secret *secret = NULL;
         tg_seal_params params;
@@ -459,6 +527,13 @@ int tg_update_finish(const tg_config *config, const char *device, int token, con
         r = tg_lifecycle_check_carry_over(&lc, config, "update finish");
         if (r < 0)
                 return r;
+        if (kind == TG_ALT_GRACE) {
+                r = grace_change_check(&lc, config, o);
+                if (r < 0) {
+                        explicit_bzero(&seal, sizeof seal);
+                        return r;
+                }
+        }
         if (lc.token.pin && !pin)
                 return log_error_rc(-TG_ERR_PIN_NEEDED, "Token %d needs its PIN.", lc.token_id);
         r = tg_unseal(lc.v, &seal, pin, &secret);
@@ -485,6 +560,7 @@ int tg_update_finish(const tg_config *config, const char *device, int token, con
         r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, &res);
         if (r < 0)
                 return r;
+        tg_update_record_remove(config->state_dir, crypt_get_uuid(lc.cd));
         if (ret_nothing)
                 *ret_nothing = false;
         if (ret)

@@ -56,6 +56,10 @@ typedef struct tg_update_params {
         unsigned boots;                      /* a grace for this boot and the next boots (1..TG_GRACE_BOOTS_MAX) */
         const tg_pcr_values *predicted;      /* non-NULL: a predicted seal to these values instead of a grace */
         const tg_secret *pin;                /* the token's PIN */
+        /* A grace: the PCRs the update may change (0: every PCR of the token); the record of
+         * lifecycle/update-record.h is taken from event_log (NULL: the kernel's). */
+        uint32_t changing;
+        const char *event_log;
 } tg_update_params;
 
 typedef struct tg_update_result {
@@ -63,6 +67,8 @@ typedef struct tg_update_result {
         tg_alt_kind kind;                    /* what was added */
         uint32_t reset_count;                /* the TPM's resetCount now (grace) */
         uint32_t reset_count_max;            /* the grace's bound */
+        uint32_t changing;                   /* grace: the PCRs it lets change */
+        bool secure_boot_recorded;           /* grace: a verified event log gave the Secure Boot events */
 } tg_update_result;
 
 /*
@@ -70,6 +76,7 @@ typedef struct tg_update_result {
  * secret and authValue known), seals the same masked secret under the same authValue to the
  * update policy (a grace: resetCount <= now + boots, read in an audited ReadClock; or the
  * predicted PCR values), test-unseals a grace, and adds it to the token in one header write.
+ * A grace is recorded first (lifecycle/update-record.h): what 'update finish' may bind to.
  * The keyslot does not change; the old token is valid until the new one is written.
  */
 int tg_update_prepare(const tg_config *config, const char *device, int token, const tg_update_params *params,
@@ -82,6 +89,15 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
  * the new one is proven; the new token has no update seals, and the old blobs hold a secret no
  * keyslot accepts (a firmware rollback opens nothing). *ret_nothing: the token had no update seal
  * and its PCR policy holds (nothing was changed, 0 returned).
+ *
+ * Over the grace, nothing is rebound before this boot is compared with the record 'update
+ * prepare' took (review10 H1): a change outside it (a PCR not declared, Secure Boot off, PK,
+ * KEK or db changed, a PCR 7 change no verified log explains) is refused with
+ * -TG_ERR_PCR_MISMATCH naming it, unless accept_change (an interactive user who has seen it).
  */
+typedef struct tg_update_finish_options {
+        const char *event_log;               /* NULL: the kernel's */
+        bool accept_change;
+} tg_update_finish_options;
 int tg_update_finish(const tg_config *config, const char *device, int token, const tg_secret *pin,
-                     bool *ret_nothing, tg_lifecycle_result *ret);
+                     const tg_update_finish_options *o, bool *ret_nothing, tg_lifecycle_result *ret);

@@ -60,13 +60,30 @@ int tg_next_boot_verdict(const tg_next_boot *next, const tg_token *t, tg_next_ve
                         return 0;
                 }
         }
-        for (unsigned i = 0; i < t->n_alt && i < TG_ALT_MAX; i++)
+        for (unsigned i = 0; i < t->n_alt && i < TG_ALT_MAX; i++) {
+                const tg_token_alt *a = &t->alt[i];
+
                 /* resetCount + 1 at the next boot; a counter at its end never satisfies a bound. */
-                if (t->alt[i].kind == TG_ALT_GRACE && next->reset_count < UINT32_MAX &&
-                    next->reset_count + 1 <= t->alt[i].reset_count_max) {
-                        *ret = TG_NEXT_GRACE;
-                        return 0;
+                if (a->kind != TG_ALT_GRACE || next->reset_count == UINT32_MAX ||
+                    next->reset_count + 1 > a->reset_count_max)
+                        continue;
+                /* The PCRs the grace keeps must hold their values at prepare in the predicted boot. */
+                if (pcrs_known && a->pcr_mask) {
+                        tg_pcr_values sel = next->values;
+                        TPM2B_DIGEST digest;
+
+                        sel.mask = a->pcr_mask;
+                        r = tg_pcr_values_digest(&sel, &digest);
+                        explicit_bzero(&sel, sizeof sel);
+                        if (r < 0)
+                                return r;
+                        if (digest.size != a->pcr_digest.size ||
+                            memcmp(digest.buffer, a->pcr_digest.buffer, digest.size) != 0)
+                                continue;
                 }
+                *ret = TG_NEXT_GRACE;
+                return 0;
+        }
         *ret = TG_NEXT_WILL_NOT_OPEN;
         return 0;
 }

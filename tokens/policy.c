@@ -54,14 +54,13 @@ static int policy_extend_auth_value(TPM2B_DIGEST *digest) {
         return policy_extend(digest, buf, off);
 }
 
-int tg_policy_digest_compute(uint16_t pcr_bank, uint32_t pcr_mask, const TPM2B_DIGEST *pcr_values_digest,
-                             bool pin, TPM2B_DIGEST *ret) {
-        TPM2B_DIGEST digest = { .size = 32 };
+/* digest = H(digest ‖ TPM_CC_PolicyPCR ‖ TPML_PCR_SELECTION ‖ pcrDigest), after checking the arguments. */
+static int policy_extend_pcr(TPM2B_DIGEST *digest, uint16_t pcr_bank, uint32_t pcr_mask,
+                             const TPM2B_DIGEST *pcr_values_digest) {
         TPML_PCR_SELECTION selection;
         uint8_t buf[sizeof(TPM2_CC) + sizeof(TPML_PCR_SELECTION) + sizeof(TPMU_HA)];
         size_t off = 0;
         TSS2_RC rc;
-        int r;
 
         if (!tg_pcr_bank_to_string(pcr_bank))
                 return log_error_rc(-TG_ERR_INVALID, "Unknown PCR bank 0x%04x for the policy (sha1, sha256, sha384, sha512).",
@@ -79,7 +78,15 @@ int tg_policy_digest_compute(uint16_t pcr_bank, uint32_t pcr_mask, const TPM2B_D
                 return log_error_rc(-TG_ERR_INVALID, "Cannot marshal the PolicyPCR arguments: %s", Tss2_RC_Decode(rc));
         memcpy(buf + off, pcr_values_digest->buffer, 32);
         off += 32;
-        r = policy_extend(&digest, buf, off);
+        return policy_extend(digest, buf, off);
+}
+
+int tg_policy_digest_compute(uint16_t pcr_bank, uint32_t pcr_mask, const TPM2B_DIGEST *pcr_values_digest,
+                             bool pin, TPM2B_DIGEST *ret) {
+        TPM2B_DIGEST digest = { .size = 32 };
+        int r;
+
+        r = policy_extend_pcr(&digest, pcr_bank, pcr_mask, pcr_values_digest);
         if (r < 0)
                 return r;
 
@@ -103,36 +110,53 @@ void tg_policy_grace_operand(uint32_t reset_count_max, TPM2B_OPERAND *ret) {
         };
 }
 
-int tg_policy_digest_grace(uint32_t reset_count_max, TPM2B_DIGEST *ret) {
-        TPM2B_DIGEST digest = { .size = 32 }, args = { .size = 32 };
-        TPM2B_OPERAND operand;
-        uint8_t buf[sizeof(TPM2_CC) + 32];
+/* digest = H(digest ‖ TPM_CC_PolicyCounterTimer ‖ H(operandB ‖ offset ‖ operation)) (Part 3, PolicyCounterTimer). */
+static int policy_extend_counter_timer(TPM2B_DIGEST *digest, const TPM2B_OPERAND *operand, uint16_t offset,
+                                       TPM2_EO operation) {
+        uint8_t buf[sizeof(TPM2_CC) + 32], args[32];
         size_t off = 0;
         TSS2_RC rc;
-        int r;
 
         /* args = SHA-256(operandB ‖ offset ‖ operation): a plain hash, not an extend of a digest. */
-        tg_policy_grace_operand(reset_count_max, &operand);
-        memcpy(buf, operand.buffer, operand.size);
-        off = operand.size;
-        rc = Tss2_MU_UINT16_Marshal(TG_RESET_COUNT_OFFSET, buf, sizeof buf, &off);
+        memcpy(buf, operand->buffer, operand->size);
+        off = operand->size;
+        rc = Tss2_MU_UINT16_Marshal(offset, buf, sizeof buf, &off);
         if (rc == TSS2_RC_SUCCESS)
-                rc = Tss2_MU_UINT16_Marshal(TPM2_EO_UNSIGNED_LE, buf, sizeof buf, &off);
+                rc = Tss2_MU_UINT16_Marshal(operation, buf, sizeof buf, &off);
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_INVALID, "Cannot marshal the PolicyCounterTimer arguments: %s",
                                     Tss2_RC_Decode(rc));
-        if (EVP_Digest(buf, off, args.buffer, NULL, EVP_sha256(), NULL) != 1)
+        if (EVP_Digest(buf, off, args, NULL, EVP_sha256(), NULL) != 1)
                 return log_error_rc(-TG_ERR_INVALID, "SHA-256 failed while computing a policy digest.");
 
         off = 0;
         rc = Tss2_MU_TPM2_CC_Marshal(TPM2_CC_PolicyCounterTimer, buf, sizeof buf, &off);
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_INVALID, "Cannot marshal TPM_CC_PolicyCounterTimer: %s", Tss2_RC_Decode(rc));
-        memcpy(buf + off, args.buffer, 32);
-        off += 32;
-        r = policy_extend(&digest, buf, off);
+        memcpy(buf + off, args, sizeof args);
+        off += sizeof args;
+        return policy_extend(digest, buf, off);
+}
+
+int tg_policy_digest_grace(uint32_t reset_count_max, uint16_t pcr_bank, uint32_t pcr_mask,
+                           const TPM2B_DIGEST *pcr_values_digest, TPM2B_DIGEST *ret) {
+        static const TPM2B_OPERAND restart_zero = { .size = 4 };
+        TPM2B_DIGEST digest = { .size = 32 };
+        TPM2B_OPERAND operand;
+        int r;
+
+        tg_policy_grace_operand(reset_count_max, &operand);
+        r = policy_extend_counter_timer(&digest, &operand, TG_RESET_COUNT_OFFSET, TPM2_EO_UNSIGNED_LE);
         if (r < 0)
                 return r;
+        r = policy_extend_counter_timer(&digest, &restart_zero, TG_RESTART_COUNT_OFFSET, TPM2_EO_EQ);
+        if (r < 0)
+                return r;
+        if (pcr_mask) {
+                r = policy_extend_pcr(&digest, pcr_bank, pcr_mask, pcr_values_digest);
+                if (r < 0)
+                        return r;
+        }
         r = policy_extend_auth_value(&digest);
         if (r < 0)
                 return r;

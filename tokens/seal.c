@@ -432,8 +432,15 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
                 return log_error_rc(-TG_ERR_INVALID, "An update seal needs the PIN of a format 2 token.");
 
         if (params->grace) {
-                /* No PCRs: the bound on the TPM's resetCount and the PIN are the whole policy. */
-                r = tg_policy_digest_grace(params->reset_count_max, &policy);
+                /* The counters' bounds, the PCRs the update keeps (maybe none) as read now, the PIN. */
+                token.pcr_mask = params->pcr_mask;
+                r = !params->pcr_mask ? 0 : tg_vtpm_pcr_read(v, params->pin_of->pcr_bank, params->pcr_mask, &values);
+                if (r >= 0 && params->pcr_mask)
+                        r = tg_pcr_values_digest(&values, &token.pcr_digest);
+                if (r < 0)
+                        return r;
+                r = tg_policy_digest_grace(params->reset_count_max, params->pin_of->pcr_bank, params->pcr_mask,
+                                           &token.pcr_digest, &policy);
                 if (r < 0)
                         return r;
                 token.grace = true;
@@ -612,9 +619,12 @@ static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
                 tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
                 return log_error_rc(-TG_ERR_PCR_MISMATCH,
                                     "PCR mismatch: the %s values of PCR %s no longer match the sealed policy. "
-                                    "Did firmware or the boot chain change? Unlock with the recovery passphrase "
-                                    "and run 'tpmguard reseal DEVICE' (it asks for that passphrase); before the "
-                                    "next update, 'tpmguard update prepare DEVICE' keeps the PIN working.",
+                                    "Run 'tpmguard pcrs' to see which boot events changed. If you did not update "
+                                    "firmware, the boot loader, the kernel or the Secure Boot settings, suspect "
+                                    "tampering and do not type your PIN again. If you did: unlock with the "
+                                    "recovery passphrase and run 'tpmguard reseal DEVICE' (it asks for that "
+                                    "passphrase); before the next update, 'tpmguard update prepare DEVICE' keeps "
+                                    "the PIN working.",
                                     tg_pcr_bank_to_string(token->pcr_bank), pcrs);
         }
         if (base == TPM2_RC_AUTH_FAIL || base == TPM2_RC_BAD_AUTH) {
@@ -681,6 +691,15 @@ static int policy_run(tg_verified_tpm *v, const tg_token *token, ESYS_TR policy)
                                             token->reset_count_max);
                 if (rc != TSS2_RC_SUCCESS)
                         return tg_tpm_rc(rc, "PolicyCounterTimer");
+                /* Threat: boots that do not count (an unauthenticated Shutdown(STATE) before the
+                 * power cycle makes the next boot a TPM Restart: PCRs reset, resetCount kept). */
+                rc = Esys_PolicyCounterTimer(esys, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                             &(const TPM2B_OPERAND) { .size = 4 }, TG_RESTART_COUNT_OFFSET,
+                                             TPM2_EO_EQ);
+                if (tg_tpm_rc_base(rc) == TPM2_RC_POLICY)
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "%s", TG_GRACE_RESTART_MESSAGE);
+                if (rc != TSS2_RC_SUCCESS)
+                        return tg_tpm_rc(rc, "PolicyCounterTimer (restartCount)");
         }
         pcr_selection(token->pcr_bank, token->pcr_mask, &sel);
         if (token->pcr_mask) {
@@ -1135,29 +1154,31 @@ int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret 
         return r;
 }
 
-int tg_vtpm_reset_count(tg_verified_tpm *v, uint32_t *ret) {
+int tg_vtpm_counters(tg_verified_tpm *v, tg_tpm_counters *ret) {
         _cleanup_free_ TPMS_TIME_INFO *time_info = NULL;
         TSS2_RC rc;
 
         rc = Esys_ReadClock(tg_vtpm_esys(v), tg_vtpm_audit_session(v), ESYS_TR_NONE, ESYS_TR_NONE, &time_info);
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "ReadClock");
-        *ret = time_info->clockInfo.resetCount;
+        *ret = (tg_tpm_counters) { time_info->clockInfo.resetCount, time_info->clockInfo.restartCount };
         return 0;
 }
 
 int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied) {
         tg_pcr_values values;
         TPM2B_DIGEST pcr_digest, policy;
-        uint32_t reset_count;
+        tg_tpm_counters counters;
         int r;
 
         if (token->grace) {
-                r = tg_vtpm_reset_count(v, &reset_count);
+                r = tg_vtpm_counters(v, &counters);
                 if (r < 0)
                         return r;
-                *ret_satisfied = reset_count <= token->reset_count_max;
-                return 0;
+                if (counters.reset_count > token->reset_count_max || counters.restart_count != 0 || !token->pcr_mask) {
+                        *ret_satisfied = counters.reset_count <= token->reset_count_max && counters.restart_count == 0;
+                        return 0;
+                }
         }
 
         r = tg_vtpm_pcr_read(v, token->pcr_bank, token->pcr_mask, &values);
@@ -1166,7 +1187,11 @@ int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *r
         r = tg_pcr_values_digest(&values, &pcr_digest);
         if (r < 0)
                 return r;
-        r = tg_policy_digest_compute(token->pcr_bank, token->pcr_mask, &pcr_digest, token->pin, &policy);
+        if (token->grace)
+                r = tg_policy_digest_grace(token->reset_count_max, token->pcr_bank, token->pcr_mask, &pcr_digest,
+                                           &policy);
+        else
+                r = tg_policy_digest_compute(token->pcr_bank, token->pcr_mask, &pcr_digest, token->pin, &policy);
         if (r < 0)
                 return r;
         *ret_satisfied = policy.size == token->policy_hash.size &&

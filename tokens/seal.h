@@ -46,7 +46,9 @@ typedef struct tg_seal_params {
          * format 2 token instead of fresh ones, so that the new blob holds the same masked secret
          * under the same authValue as the token's (one Argon2id per typed PIN opens either). */
         const tg_token *pin_of;
-        /* A grace seal: no PCRs (pcr_mask 0), PolicyCounterTimer resetCount <= reset_count_max, the PIN. */
+        /* A grace seal: PolicyCounterTimer resetCount <= reset_count_max and restartCount == 0,
+         * the PCRs of pcr_mask (the ones the update does not change; 0: none) at their values
+         * now in pin_of's bank, the PIN. */
         bool grace;
         uint32_t reset_count_max;
 } tg_seal_params;
@@ -112,13 +114,28 @@ int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret);
 
 /* Whether the token's PCR policy holds for the current PCR values (read over
  * the audited session), without unsealing anything; for a grace view, whether
- * the TPM's resetCount is within its bound. */
+ * the TPM's resetCount is within its bound and its restartCount 0. */
 int tg_token_policy_satisfied(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied);
 
-/* The TPM's resetCount, from a ReadClock over the verified audit session (its response HMAC:
- * an interposer cannot lower it to stretch a grace). Not obfuscated: ReadClock, like
- * PolicyCounterTimer, uses the real counters; only attestation structures obfuscate them. */
-int tg_vtpm_reset_count(tg_verified_tpm *v, uint32_t *ret);
+/* The TPM's resetCount and restartCount, from a ReadClock over the verified audit session (its
+ * response HMAC: an interposer cannot lower them to stretch a grace). Not obfuscated: ReadClock,
+ * like PolicyCounterTimer, uses the real counters; only attestation structures obfuscate them. */
+typedef struct tg_tpm_counters {
+        uint32_t reset_count;
+        uint32_t restart_count;
+} tg_tpm_counters;
+int tg_vtpm_counters(tg_verified_tpm *v, tg_tpm_counters *ret);
+
+/* Why a grace refuses a boot that was a TPM Restart or Resume (restartCount > 0), and what to do. */
+#define TG_GRACE_RESTART_MESSAGE                                                                        \
+        "The update grace opens only in the boot itself, while the TPM has not been restarted since it " \
+        "started (restartCount 0), and the TPM's restartCount is not 0 now: a resume from suspend or "  \
+        "hibernation, or a Shutdown(STATE) sent before this power-on (which any program with TPM "      \
+        "access can send, so that boots would not use up the grace). This is not a wrong PIN. Unlock "  \
+        "with the recovery passphrase, or reboot (a full power-off, not hibernation) if 'tpmguard "     \
+        "status' shows boots left; then run 'tpmguard update finish'. If the machine did not sleep or " \
+        "hibernate, suspect that something sent that Shutdown."
+
 
 /* Parses "7=sha256:HEX" into values (bank must match; length must be the bank's digest size). */
 int tg_pcr_value_parse(const char *s, tg_pcr_values *values);

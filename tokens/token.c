@@ -182,29 +182,30 @@ static int keyslots_field(json_object *obj, int *ret) {
         return 0;
 }
 
-static int pcrs_field(json_object *obj, uint32_t *ret) {
+/* "pcrs" of obj, named field in errors (the token's, or an alternate's). */
+static int pcrs_field(json_object *obj, const char *field, uint32_t *ret) {
         json_object *v;
         uint32_t mask = 0;
         size_t n;
         int r;
 
-        r = field_get(obj, "pcrs", "pcrs", json_type_array, true, &v);
+        r = field_get(obj, "pcrs", field, json_type_array, true, &v);
         if (r < 0)
                 return r;
         n = json_object_array_length(v);
         if (n == 0)
-                return token_error("pcrs", "empty, at least one PCR is required");
+                return token_error(field, "empty, at least one PCR is required");
         for (size_t i = 0; i < n; i++) {
                 json_object *e = json_object_array_get_idx(v, i);
                 int64_t pcr;
 
                 if (!json_object_is_type(e, json_type_int))
-                        return token_error("pcrs", "element %zu is not an integer", i);
+                        return token_error(field, "element %zu is not an integer", i);
                 pcr = json_object_get_int64(e);
                 if (pcr < 0 || pcr >= PCR_COUNT)
-                        return token_error("pcrs", "element %zu is %" PRId64 ", PCRs are 0..23", i, pcr);
+                        return token_error(field, "element %zu is %" PRId64 ", PCRs are 0..23", i, pcr);
                 if (mask & (UINT32_C(1) << pcr))
-                        return token_error("pcrs", "element %zu: PCR %" PRId64 " is listed twice", i, pcr);
+                        return token_error(field, "element %zu: PCR %" PRId64 " is listed twice", i, pcr);
                 mask |= UINT32_C(1) << pcr;
         }
         *ret = mask;
@@ -407,9 +408,24 @@ static int alt_field(json_object *e, size_t i, const tg_token *t, tg_token_alt *
                 if (n < 0 || n > UINT32_MAX)
                         return token_error(sub, "%" PRId64 " is not a TPM resetCount (0..%" PRIu32 ")", n, UINT32_MAX);
                 a.reset_count_max = (uint32_t) n;
-                if (json_object_object_get_ex(e, "pcr_digest", NULL))
-                        return token_error(field, "a grace alternate has no \"pcr_digest\"");
-                r = tg_policy_digest_grace(a.reset_count_max, &a.policy_hash);
+                /* The PCRs it keeps: what the update does not change, at their values at prepare. */
+                if (json_object_object_get_ex(e, "pcrs", NULL)) {
+                        bool present;
+
+                        (void) snprintf(sub, sizeof sub, "%s.pcrs", field);
+                        r = pcrs_field(e, sub, &a.pcr_mask);
+                        if (r < 0)
+                                return r;
+                        if ((a.pcr_mask & ~t->pcr_mask) || a.pcr_mask == t->pcr_mask)
+                                return token_error(sub, "not a strict subset of the token's \"pcrs\"");
+                        (void) snprintf(sub, sizeof sub, "%s.pcr_digest", field);
+                        a.pcr_digest.size = 32;
+                        r = hex_field_named(e, "pcr_digest", sub, 32, true, a.pcr_digest.buffer, &present);
+                        if (r < 0)
+                                return r;
+                } else if (json_object_object_get_ex(e, "pcr_digest", NULL))
+                        return token_error(field, "a grace alternate without \"pcrs\" has no \"pcr_digest\"");
+                r = tg_policy_digest_grace(a.reset_count_max, t->pcr_bank, a.pcr_mask, &a.pcr_digest, &a.policy_hash);
         } else {
                 bool present;
 
@@ -486,7 +502,7 @@ void tg_token_alt_view(const tg_token *t, const tg_token_alt *a, tg_token *ret) 
         view.grace = a->kind == TG_ALT_GRACE;
         view.reset_count_max = a->reset_count_max;
         if (view.grace)
-                view.pcr_mask = 0;
+                view.pcr_mask = a->pcr_mask;
         *ret = view;
         explicit_bzero(&view, sizeof view);
 }
@@ -546,7 +562,7 @@ int tg_token_from_json(json_object *jobj, tg_token *ret) {
                 return token_error("pcr_bank", "unknown PCR bank \"%.32s\" (sha1, sha256, sha384, sha512)",
                                    json_object_get_string(v));
 
-        r = pcrs_field(jobj, &t.pcr_mask);
+        r = pcrs_field(jobj, "pcrs", &t.pcr_mask);
         if (r < 0)
                 return r;
 
@@ -673,9 +689,22 @@ static int alternates_to_json(const tg_token *t, json_object *obj) {
                 r = json_add(e, "kind", json_object_new_string(tg_alt_kind_to_string(a->kind) ?: "?"));
                 if (r < 0)
                         return r;
-                if (a->kind == TG_ALT_GRACE)
+                if (a->kind == TG_ALT_GRACE) {
                         r = json_add(e, "reset_count_max", json_object_new_int64(a->reset_count_max));
-                else
+                        if (r >= 0 && a->pcr_mask) {
+                                json_object *pcrs = json_object_new_array();
+
+                                r = json_add(e, "pcrs", pcrs);
+                                for (int p = 0; r >= 0 && p < 24; p++)
+                                        if ((a->pcr_mask & (UINT32_C(1) << p)) &&
+                                            json_object_array_add(pcrs, json_object_new_int(p)) < 0)
+                                                r = -TG_ERR_NOMEM;
+                                if (r >= 0)
+                                        r = json_add_hex(e, "pcr_digest", a->pcr_digest.buffer,
+                                                         a->pcr_digest.size <= sizeof a->pcr_digest.buffer ?
+                                                         a->pcr_digest.size : 0);
+                        }
+                } else
                         r = json_add_hex(e, "pcr_digest", a->pcr_digest.buffer,
                                          a->pcr_digest.size <= sizeof a->pcr_digest.buffer ? a->pcr_digest.size : 0);
                 if (r < 0)
@@ -898,11 +927,17 @@ void tg_token_dump(const tg_token *t, void (*print)(const char *line, void *user
                 (void) snprintf(line, sizeof line, "\tEK signing key:  (not recorded)");
         print(line, userdata);
         for (unsigned i = 0; i < t->n_alt && i < TG_ALT_MAX; i++) {
-                if (t->alt[i].kind == TG_ALT_GRACE)
+                if (t->alt[i].kind == TG_ALT_GRACE) {
+                        char kept[96] = "no PCR";
+
+                        if (t->alt[i].pcr_mask) {
+                                memcpy(kept, "PCR ", 5);
+                                tg_pcr_list_format(t->alt[i].pcr_mask, kept + 4, sizeof kept - 4);
+                        }
                         (void) snprintf(line, sizeof line, "\tUpdate seal:     grace, PIN alone while the TPM's "
-                                        "resetCount <= %" PRIu32 " ('tpmguard update finish' ends it)",
-                                        t->alt[i].reset_count_max);
-                else {
+                                        "resetCount <= %" PRIu32 " in a boot without a TPM Restart, keeping %s "
+                                        "('tpmguard update finish' ends it)", t->alt[i].reset_count_max, kept);
+                } else {
                         hex_to_buf(t->alt[i].pcr_digest.buffer, t->alt[i].pcr_digest.size, hex, sizeof hex);
                         (void) snprintf(line, sizeof line, "\tUpdate seal:     predicted PCR values (digest %s)", hex);
                 }

@@ -78,8 +78,11 @@
  * Alternate seals (docs/design.md "Updates", docs/token-format.md "alternates"): the same
  * masked secret under the same PIN authValue (the main seal's pin_kdf salt and parameters),
  * each under a policy of its own, for an update of the boot chain:
- *  - grace: no PCRs; the TPM's resetCount at most reset_count_max (tokens/policy.h), so it
- *    opens with the PIN alone for the boots up to that count and never after;
+ *  - grace: the TPM's resetCount at most reset_count_max and its restartCount 0
+ *    (tokens/policy.h), so it opens with the PIN alone in the boots up to that count (only in
+ *    a boot from a TPM Reset, not after a Restart or Resume) and never after, while the token's
+ *    PCRs the update does not change (pcr_mask, a strict subset of the token's; 0: none) keep
+ *    their values at prepare (pcr_digest);
  *  - predicted: the main policy's PCRs with the values an update will produce (pcr_digest).
  * Only a format 2 PIN token has them, at most one of each kind. The reader recomputes each one's
  * policy from its fields and refuses a blob whose authPolicy differs: the fields shown and used
@@ -98,7 +101,9 @@ typedef struct tg_token_alt {
         TPM2B_PUBLIC public_blob;
         TPM2B_DIGEST policy_hash;        /* recomputed by the reader from the fields below */
         uint32_t reset_count_max;        /* grace */
-        TPM2B_DIGEST pcr_digest;         /* predicted: PolicyPCR's pcrDigest of the predicted values */
+        uint32_t pcr_mask;               /* grace: the PCRs it keeps (0: none) */
+        TPM2B_DIGEST pcr_digest;         /* PolicyPCR's pcrDigest: of the predicted values, or of the grace's
+                                          * kept PCRs at prepare */
 } tg_token_alt;
 
 typedef struct tg_token {
@@ -127,7 +132,8 @@ typedef struct tg_token {
 const tg_token_alt *tg_token_alt_find(const tg_token *t, tg_alt_kind kind);
 /*
  * The token as seen through alternate a: its blob and policy, the main token's PIN KDF and
- * parent, no alternates; a grace view has no PCRs and grace set. tg_unseal() takes it.
+ * parent, no alternates; a grace view has grace set and the grace's kept PCRs (pcr_mask,
+ * pcr_digest; maybe none). tg_unseal() takes it.
  */
 void tg_token_alt_view(const tg_token *t, const tg_token_alt *a, tg_token *ret);
 /* Adds a (replacing an alternate of its kind); -TG_ERR_INVALID when the token cannot hold it. */

@@ -90,11 +90,11 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
 
 /* See unlock.h: one typed PIN, one Unseal. */
 int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *ret, tg_alt_kind *ret_kind,
-                          bool *ret_usable, uint32_t *ret_reset_count) {
+                          bool *ret_usable, tg_tpm_counters *ret_counters) {
         const tg_token_alt *predicted = tg_token_alt_find(token, TG_ALT_PREDICTED),
                            *grace = tg_token_alt_find(token, TG_ALT_GRACE);
         bool satisfied = false;
-        uint32_t reset_count;
+        tg_tpm_counters counters;
         tg_token view;
         int r;
 
@@ -115,17 +115,25 @@ int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *r
                 }
         }
         if (!satisfied && grace) {
-                /* The TPM checks the bound itself (PolicyCounterTimer); this read only says whether it
-                 * can hold, and how many boots are left (the caller's message), in one ReadClock. */
-                r = tg_vtpm_reset_count(v, &reset_count);
+                /* The TPM checks the bounds itself (PolicyCounterTimer); this read only says whether
+                 * they can hold, and how many boots are left (the caller's message), in one ReadClock. */
+                r = tg_vtpm_counters(v, &counters);
                 if (r < 0)
                         return r;
-                tg_token_alt_view(token, grace, ret);
+                tg_token_alt_view(token, grace, &view);
+                satisfied = counters.reset_count <= grace->reset_count_max && counters.restart_count == 0;
+                /* The PCRs the grace keeps (those the update does not change), as the TPM will check them. */
+                if (satisfied && view.pcr_mask) {
+                        r = tg_token_policy_satisfied(v, &view, &satisfied);
+                        if (r < 0)
+                                return r;
+                }
+                *ret = view;
                 *ret_kind = TG_ALT_GRACE;
                 if (ret_usable)
-                        *ret_usable = reset_count <= grace->reset_count_max;
-                if (ret_reset_count)
-                        *ret_reset_count = reset_count;
+                        *ret_usable = satisfied;
+                if (ret_counters)
+                        *ret_counters = counters;
                 return 0;
         }
         *ret = *token;
@@ -178,10 +186,23 @@ static void update_marker_write(const tg_config *config, struct crypt_device *cd
                 log_debug("Cannot write %s.", path);
 }
 
-/* The message after an unlock through an update seal: which seal, how long the grace lasts, what to run;
- * at the normal level (libcryptsetup shows it without -v): the user has something to run. */
-static void update_notice(struct crypt_device *cd, const tg_token *view, tg_alt_kind kind, uint32_t reset_count) {
+/* "PCR 4, 9" of mask, or "no PCR". */
+static void pcr_phrase(uint32_t mask, char *buf, size_t size) {
+        if (!mask) {
+                (void) snprintf(buf, size, "no PCR");
+                return;
+        }
+        (void) snprintf(buf, size, "PCR ");
+        tg_pcr_list_format(mask, buf + strlen(buf), size - strlen(buf));
+}
+
+/* The message after an unlock through an update seal: which seal, what it was prepared for, how long
+ * the grace lasts, what to run; at the normal level (libcryptsetup shows it without -v): the user has
+ * something to run, and a change that was not theirs to notice. */
+static void update_notice(struct crypt_device *cd, const tg_token *token, const tg_token *view, tg_alt_kind kind,
+                          uint32_t reset_count) {
         const char *device = cd ? crypt_get_device_name(cd) : NULL;
+        char changing[96], kept[96];
 
         if (kind == TG_ALT_PREDICTED) {
                 log_warning("Unlocked with the predicted update seal (the PCR values changed as 'tpmguard update "
@@ -189,12 +210,15 @@ static void update_notice(struct crypt_device *cd, const tg_token *view, tg_alt_
                             "does after this boot).", device ?: "DEVICE");
                 return;
         }
-        if (reset_count <= view->reset_count_max)
-                log_warning("Unlocked with the update grace, %" PRIu32 " boot(s) left after this one; run "
-                            "'tpmguard update finish %s' (tpmguard-update-finish.service does after this boot).",
-                            view->reset_count_max - reset_count, device ?: "DEVICE");
-        else
-                log_warning("Unlocked with the update grace; run 'tpmguard update finish %s'.", device ?: "DEVICE");
+        pcr_phrase(token->pcr_mask & ~view->pcr_mask, changing, sizeof changing);
+        pcr_phrase(view->pcr_mask, kept, sizeof kept);
+        log_warning("Unlocked with the update grace, which 'tpmguard update prepare' made for a change of %s (it "
+                    "checks %s), %" PRIu32 " boot(s) left after this one. If you did not just update firmware or "
+                    "the boot chain, suspect tampering: run 'tpmguard pcrs'. Else run 'tpmguard update finish %s' "
+                    "(tpmguard-update-finish.service does after this boot; it refuses a change that was not "
+                    "prepared).", changing, kept,
+                    reset_count <= view->reset_count_max ? view->reset_count_max - reset_count : 0,
+                    device ?: "DEVICE");
 }
 
 /*
@@ -215,21 +239,36 @@ static int not_verified(int r) {
                             "PIN could unlock. Use the recovery passphrase, then run 'tpmguard doctor'.");
 }
 
-static int pcr_mismatch(struct crypt_device *cd, const tg_token *token, tg_alt_kind kind) {
+/*
+ * Threat: an evil maid's change (Secure Boot off, her chain) read as a firmware update, and the
+ * advice to reseal or prepare an update, which would bind the token to her chain. So the message
+ * names the tool that shows what changed first, and tampering before the routine fix.
+ */
+static int pcr_mismatch(struct crypt_device *cd, const tg_token *token, tg_alt_kind kind, const tg_token *view,
+                        const tg_tpm_counters *counters) {
         const char *device = cd ? crypt_get_device_name(cd) : NULL;
-        char pcrs[96];
+        char pcrs[96], why[256] = "";
 
         tg_pcr_list_format(token->pcr_mask, pcrs, sizeof pcrs);
+        if (kind == TG_ALT_GRACE && view && counters && counters->reset_count <= view->reset_count_max &&
+            view->pcr_mask) {
+                char kept[96];
+
+                pcr_phrase(view->pcr_mask, kept, sizeof kept);
+                (void) snprintf(why, sizeof why, ", and %s, which its update grace keeps, changed too (the update "
+                                "was prepared for a change of the others only)", kept);
+        } else if (kind == TG_ALT_GRACE)
+                (void) snprintf(why, sizeof why, ", and its update grace has expired");
         return log_error_rc(-TG_ERR_PCR_MISMATCH,
                             "Not asking for the PIN: the %s values of PCR %s no longer match the token's "
-                            "sealed policy (a PCR mismatch)%s, so no PIN can unlock it (firmware, boot "
-                            "loader or Secure Boot settings changed?). Unlock with the recovery passphrase, "
-                            "then run 'tpmguard reseal %s' (it asks for that passphrase). Before the next "
-                            "update, 'tpmguard update prepare %s' lets the boots after it unlock with the "
-                            "PIN alone.",
-                            tg_pcr_bank_to_string(token->pcr_bank), pcrs,
-                            kind == TG_ALT_GRACE ? " and its update grace has expired" : "",
-                            device ?: "DEVICE", device ?: "DEVICE");
+                            "sealed policy (a PCR mismatch)%s, so no PIN can unlock it. Run 'tpmguard pcrs' "
+                            "to see which boot events changed. If you did not update firmware, the boot loader, "
+                            "the kernel or the Secure Boot settings, suspect tampering and do not type your PIN. "
+                            "If you did: unlock with the recovery passphrase, then run 'tpmguard reseal %s' (it "
+                            "asks for that passphrase); before the next update, 'tpmguard update prepare %s' "
+                            "lets the boots after it unlock with the PIN alone.",
+                            tg_pcr_bank_to_string(token->pcr_bank), pcrs, why, device ?: "DEVICE",
+                            device ?: "DEVICE");
 }
 
 static int pin_can_work(struct crypt_device *cd, const tg_config *config, const tg_token *token) {
@@ -237,6 +276,7 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
         _cleanup_vtpm_ tg_verified_tpm *v = NULL;
         bool satisfied = true;
         tg_alt_kind kind = 0;
+        tg_tpm_counters counters = {};
         tg_token view;
         tg_da_state da;
         int r;
@@ -262,11 +302,21 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                                     da.in_lockout ? "the TPM is in dictionary-attack lockout" :
                                     "only the reserved TPM dictionary-attack tries remain",
                                     config->pin_da_reserve, config->path, da.recovery_seconds);
-        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied, NULL) >= 0 && !satisfied)
-                return pcr_mismatch(cd, token, kind);
-        if (kind == TG_ALT_GRACE)
-                log_notice("The PCR values changed; the update grace of 'tpmguard update prepare' opens %s with the "
-                           "PIN.", device ?: "the volume");
+        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied, &counters) >= 0 &&
+            !satisfied) {
+                if (kind == TG_ALT_GRACE && counters.restart_count != 0)
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "Not asking for the PIN. %s", TG_GRACE_RESTART_MESSAGE);
+                return pcr_mismatch(cd, token, kind, &view, &counters);
+        }
+        if (kind == TG_ALT_GRACE) {
+                char changing[96];
+
+                pcr_phrase(token->pcr_mask & ~view.pcr_mask, changing, sizeof changing);
+                log_notice("The PCR values changed; the update grace of 'tpmguard update prepare', made for a change "
+                           "of %s, opens %s with the PIN. If you did not just update firmware or the boot chain, "
+                           "suspect tampering, do not type the PIN, and run 'tpmguard pcrs'.", changing,
+                           device ?: "the volume");
+        }
         else if (kind == TG_ALT_PREDICTED)
                 log_notice("The PCR values changed as predicted; the update seal opens %s with the PIN.",
                            device ?: "the volume");
@@ -327,7 +377,7 @@ static int prepare_unlock(struct crypt_device *cd, const tg_config *config, cons
                 return pin_can_work(cd, config, token);
         }
         if (!satisfied)
-                return pcr_mismatch(cd, token, 0);
+                return pcr_mismatch(cd, token, 0, NULL, NULL);
 
         p = calloc(1, sizeof *p);
         if (!p)
@@ -355,7 +405,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         unsigned *wrong;
         tg_token token, seal;
         tg_alt_kind kind = 0;
-        uint32_t reset_count = 0;
+        tg_tpm_counters counters = {};
         int r;
 
         r = tg_token_from_string(token_json, &token);
@@ -393,9 +443,14 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = token.n_alt == 0 },
                               NULL, &v);
                 if (r >= 0 && token.n_alt > 0)
-                        r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL, &reset_count);
+                        r = tg_unlock_choose_seal(v, &token, &seal, &kind, NULL, &counters);
                 if (r < 0)
                         return r;
+                /* The grace's bounds from the audited ReadClock of the choice: a boot that cannot
+                 * open it is told why before the PIN's Argon2id and any Unseal (the TPM would
+                 * refuse the policy anyway, before the PIN: no try either way). */
+                if (kind == TG_ALT_GRACE && counters.restart_count != 0)
+                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "%s", TG_GRACE_RESTART_MESSAGE);
         }
 
         if (token.pin) {
@@ -471,7 +526,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         }
         if (kind != 0) {
                 tg_token_alt_view(&token, tg_token_alt_find(&token, kind), &seal);
-                update_notice(cd, &seal, kind, reset_count);
+                update_notice(cd, &token, &seal, kind, counters.reset_count);
                 update_marker_write(config, cd, kind);
         }
         *ret_passphrase = TAKE_PTR(secret);

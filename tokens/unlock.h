@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "seal.h"
 #include "secret.h"
 #include "token.h"
 #include "verify.h"
@@ -73,18 +74,19 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
 /*
  * The seal of a token with update seals (token.h, alternates) that the TPM is asked to
  * unseal: the main seal when its PCR policy holds now, else the predicted seal when its
- * policy holds, else the grace (whose resetCount bound the TPM checks in PolicyCounterTimer,
+ * policy holds, else the grace (whose counter bounds the TPM checks in PolicyCounterTimer,
  * before the PIN). Chosen before the PIN-bearing Unseal from values read over the verified
  * audit session, so that one typed PIN is one Unseal, one dictionary-attack try at most: a
  * policy the TPM refuses fails before the authValue is checked, and no second seal is ever
  * tried with the same PIN (an interposer that forged a policy failure over a wrong PIN's
  * failure would otherwise have each typed PIN spend two tries). *ret_kind is 0 for the main
- * seal. ret_usable (optional): whether the chosen seal's policy holds now; ret_reset_count
- * (optional): for the grace, the TPM's resetCount read for the choice (for the boots left). v
+ * seal. ret_usable (optional): whether the chosen seal's policy holds now; ret_counters
+ * (optional): for the grace, the TPM's resetCount (for the boots left) and restartCount read
+ * for the choice. v
  * must have its HMAC session (not one-shot).
  */
 int tg_unlock_choose_seal(tg_verified_tpm *v, const tg_token *token, tg_token *ret, tg_alt_kind *ret_kind,
-                          bool *ret_usable, uint32_t *ret_reset_count);
+                          bool *ret_usable, tg_tpm_counters *ret_counters);
 
 /*
  * Where an unlock through an update seal leaves its secret-free marker, under cache_dir:

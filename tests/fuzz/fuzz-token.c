@@ -26,7 +26,7 @@ static int alternates_equal(const tg_token *a, const tg_token *b) {
         for (unsigned i = 0; i < a->n_alt; i++) {
                 const tg_token_alt *x = &a->alt[i], *y = &b->alt[i];
 
-                if (x->kind != y->kind || x->reset_count_max != y->reset_count_max ||
+                if (x->kind != y->kind || x->reset_count_max != y->reset_count_max || x->pcr_mask != y->pcr_mask ||
                     x->pcr_digest.size != y->pcr_digest.size ||
                     memcmp(x->pcr_digest.buffer, y->pcr_digest.buffer, x->pcr_digest.size) != 0 ||
                     x->private_blob.size != y->private_blob.size ||
@@ -102,7 +102,8 @@ static void check_invariants(const tg_token *t) {
                         abort();
                 if (i == 1 && a->kind == t->alt[0].kind)
                         abort();
-                if (a->kind == TG_ALT_GRACE ? tg_policy_digest_grace(a->reset_count_max, &policy) != 0 :
+                if (a->kind == TG_ALT_GRACE ? tg_policy_digest_grace(a->reset_count_max, t->pcr_bank, a->pcr_mask,
+                                                                &a->pcr_digest, &policy) != 0 :
                     tg_policy_digest_compute(t->pcr_bank, t->pcr_mask, &a->pcr_digest, true, &policy) != 0)
                         abort();
                 if (a->public_blob.publicArea.authPolicy.size != 32 ||

@@ -116,8 +116,9 @@ rotate_sigint_keeps_old_or_new() {
         with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img" <"$WORK/pin"
 }
 
-# update finish (docs/design.md §9.2) is rotate through the update grace: interrupted at any
-# point, the volume keeps the old token (grace included) or has the new one, and the PIN opens it.
+# update finish (docs/design.md §9.2) is rotate through an update seal: interrupted at any point,
+# the volume keeps the old token (update seal included) or has the new one, and the PIN opens it.
+# The predicted seal: over a grace, finish refuses a PCR 7 change no event log explains.
 test_case update_finish_sigint_keeps_old_or_new
 update_finish_sigint_keeps_old_or_new() {
         tpm_setup
@@ -127,10 +128,14 @@ update_finish_sigint_keeps_old_or_new() {
         enroll >/dev/null 2>&1
         local n=1 rc
         while :; do
-                # A grace and a changed PCR 7 for every point (a completed finish used them up).
-                if ! cryptsetup token export --token-id 0 "$WORK/disk.img" | grep -q '"grace"'; then
-                        "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img" >/dev/null 2>&1 ||
-                                { echo "# point $n: update prepare failed" >&2; return 1; }
+                # An update seal and a changed PCR 7 for every point (a completed finish used them up).
+                if ! cryptsetup token export --token-id 0 "$WORK/disk.img" | grep -q '"predicted"'; then
+                        local pcr7
+                        pcr7=$(TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrread sha256:7 | awk '/7 *:/ {print $3}')
+                        pcr7=$(python3 -c 'import hashlib, sys; print(hashlib.sha256(bytes.fromhex(sys.argv[1][2:]) + bytes.fromhex(sys.argv[2])).hexdigest())' \
+                                "$pcr7" "$(printf '%064x' "$n")")
+                        "$TPMGUARD" update prepare --pcr "7=sha256:$pcr7" --pin-file "$WORK/pin" "$WORK/disk.img" \
+                                >/dev/null 2>&1 || { echo "# point $n: update prepare failed" >&2; return 1; }
                         TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend \
                                 "7:sha256=$(printf '%064x' "$n")" >/dev/null
                 fi

@@ -130,7 +130,7 @@ prepare_uses_prediction() {
         expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --event-log "$WORK/log" \
                 --efivars "$WORK/efivars" "$WORK/disk.img"
         expect_in "No change to PCR 7 is known" "$ERR"
-        expect_in "whatever the PCR values" "$OUT"
+        expect_in "opens with the PIN alone while PCR 7 change" "$OUT"
         # A forged log: refused, nothing added (the grace above stays, no predicted seal).
         pending_dbx
         "$MAKE" log --pk "$WORK/sb/pk.esl" --kek "$WORK/sb/kek.esl" --db "$WORK/sb/db.esl" \
@@ -262,7 +262,9 @@ test_case check_refuses_prepare_options
 check_refuses_prepare_options() {
         setup
         expect_exit 2 check --pin-file "$WORK/pin" "$WORK/disk.img"
-        expect_exit 2 "$TPMGUARD" update finish --event-log "$WORK/log" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" update finish --dbx "$WORK/sb/dbx.esl" "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" update finish --changing 7 "$WORK/disk.img"
+        expect_exit 2 "$TPMGUARD" update prepare --accept-change "$WORK/disk.img"
         expect_exit 2 "$TPMGUARD" update prepare --boots 1 --dbx "$WORK/sb/dbx.esl" "$WORK/disk.img"
         expect_exit 2 "$TPMGUARD" update prepare --json "$WORK/disk.img"
         expect_exit 17 check "$WORK/nonexistent"

@@ -54,12 +54,46 @@ token_open_v() {
 
 marker() { echo "$WORK/run/update-pending/$(cryptsetup luksUUID "$WORK/disk.img")"; }
 
-# The issue's "Done when": A; update prepare --boots 1; B opens with the PIN;
+# log_boot NAME [make-eventlog options]: a reboot into a chain whose firmware event log
+# ($WORK/log-NAME, tests/fixture/make-eventlog) the TPM's PCRs 0-7 replay to.
+log_boot() {
+        local name=$1
+        shift
+        "$FIXTURE" reset "$WORK/tpm"
+        rm -rf "$WORK/run"
+        mkdir -m 700 "$WORK/run"
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        eventlog_boot "$WORK/log-$name" "$@"
+}
+
+# enrolled_at_a with a firmware event log (Secure Boot on, PK, KEK, db, dbx of eventlog_sb_setup).
+enrolled_with_log() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        eventlog_sb_setup
+        log_boot A
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img"
+        pin_opens "$WORK/pin"
+}
+
+# A dbx update, as it changes PCR 7 at the next boot.
+dbx_update() {
+        "$EVENTLOG_MAKE" esl-sha256 "$EFI_OWNER" 5 dbx-2026 >"$WORK/new.esl"
+        "$EVENTLOG_MAKE" esl-append "$WORK/sb/dbx.esl" "$WORK/new.esl" >"$WORK/dbx-next.esl"
+}
+
+# The issue's "Done when": A; update prepare --boots 1; B (a dbx update) opens with the PIN;
 # update finish; B opens; A (a rollback) and C (unprepared) are refused.
 test_case grace_then_finish
 grace_then_finish() {
-        enrolled_at_a
-        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --pin-file "$WORK/pin" "$WORK/disk.img"
+        require_tools swtpm_ioctl
+        enrolled_with_log
+        dbx_update
+        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --changing 7 --event-log "$WORK/log-A" \
+                --pin-file "$WORK/pin" "$WORK/disk.img"
         expect_in "next 1" "$OUT"
         # The token holds the grace, and the header shows it.
         expect_exit 0 with_plugin cryptsetup luksDump "$WORK/disk.img"
@@ -68,18 +102,20 @@ grace_then_finish() {
         expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
         expect_in "update seal: grace while the TPM's resetCount" "$OUT"
 
-        boot B
+        log_boot B --dbx "$WORK/dbx-next.esl"
         # status says the main seal no longer matches and the grace does.
         expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
         expect_in "current PCR values: not-satisfied" "$OUT"
         expect_in "(now: satisfied); 'tpmguard update finish' ends it" "$OUT"
         expect_exit 0 token_open_v <"$WORK/pin"
-        expect_in "Unlocked with the update grace, 0 boot(s) left" "$ERR$OUT"
+        expect_in "Unlocked with the update grace, which" "$ERR$OUT"
+        expect_in "0 boot(s) left" "$ERR$OUT"
         # The marker for tpmguard-update-finish.service, without any secret.
         [ "$(head -n 1 "$(marker)")" = "seal=grace" ]
         [ "$(sed -n 2p "$(marker)")" = "device=$WORK/disk.img" ]
 
-        expect_exit 0 "$TPMGUARD" update finish --from-marker --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" update finish --from-marker --event-log "$WORK/log-B" --pin-file "$WORK/pin" \
+                "$WORK/disk.img"
         expect_in "old values no longer unlock" "$OUT"
         [ ! -e "$(marker)" ]
         expect_exit 0 with_plugin cryptsetup luksDump "$WORK/disk.img"
@@ -88,23 +124,129 @@ grace_then_finish() {
         expect_exit 0 "$TPMGUARD" update finish --pin-file "$WORK/pin" "$WORK/disk.img"
         expect_in "nothing to finish" "$OUT"
 
-        boot B
+        log_boot B --dbx "$WORK/dbx-next.esl"
         expect_exit 0 token_open_v <"$WORK/pin"
         refute_in "update grace" "$ERR$OUT"
-        boot A
+        log_boot A
         refute pin_opens "$WORK/pin"
         boot C
         refute pin_opens "$WORK/pin"
         token_open <"$WORK/pin" >"$WORK/out" 2>&1 || true
         expect_in "tpmguard update prepare" "$(cat "$WORK/out")"
+        # A PCR mismatch names what shows the change, and tampering, before the routine fix.
+        expect_in "Run 'tpmguard pcrs'" "$(cat "$WORK/out")"
+        expect_in "suspect tampering" "$(cat "$WORK/out")"
+}
+
+# review10 H1 (its poc_finish_binds_any_chain): an unprepared chain C booted during a grace (an
+# evil maid's) opens with the PIN, but 'update finish', as the unit runs it, refuses to bind the
+# token to it: the token is unchanged and chain A still opens.
+test_case finish_refuses_unprepared_chain
+finish_refuses_unprepared_chain() {
+        enrolled_at_a
+        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "every PCR the token is sealed to may change" "$OUT"
+        local before
+        before=$(cryptsetup token export --token-id 0 "$WORK/disk.img")
+        boot C
+        expect_exit 0 token_open_v <"$WORK/pin"
+        expect_in "update grace" "$ERR$OUT"
+        expect_exit 14 "$TPMGUARD" update finish --from-marker --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "Not binding token 0 to this boot" "$ERR"
+        expect_in "PCR 7 changed, and no event log that replays" "$ERR"
+        expect_in "suspect tampering: run 'tpmguard pcrs'" "$ERR"
+        [ "$(cryptsetup token export --token-id 0 "$WORK/disk.img")" = "$before" ]
+        [ -e "$(marker)" ]
+        # tpmguard-update-finish.service's command fails the same way, and keeps the marker.
+        mkdir "$WORK/bin"
+        printf '#!/bin/sh\ncat "%s/pin"\n' "$WORK" >"$WORK/bin/systemd-ask-password"
+        chmod +x "$WORK/bin/systemd-ask-password"
+        expect_exit 1 env PATH="$WORK/bin:$PATH" TPMGUARD_BIN="$TPMGUARD" sh "$TPMGUARD_BUILD/units/tpmguard-update-finish"
+        expect_in "Not binding token 0 to this boot" "$ERR"
+        [ -e "$(marker)" ]
+        # Never overridden unattended: --accept-change needs a terminal, and not --from-marker.
+        expect_exit 2 "$TPMGUARD" update finish --from-marker --accept-change --pin-file "$WORK/pin" "$WORK/disk.img" \
+                </dev/null
+        expect_exit 2 "$TPMGUARD" update finish --accept-change --pin-file "$WORK/pin" "$WORK/disk.img" </dev/null
+        [ "$(cryptsetup token export --token-id 0 "$WORK/disk.img")" = "$before" ]
+        boot A
+        pin_opens "$WORK/pin"
+}
+
+# After enrolled_with_log: Secure Boot turned off, or a new PK, during a grace that declared PCR 7 as changing: the grace
+# opens (PCR 7 may change), finish names the change and refuses; the token still opens chain A.
+secure_boot_change_refused() {
+        local what=$1
+        shift
+        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --changing 7 --event-log "$WORK/log-A" \
+                --pin-file "$WORK/pin" "$WORK/disk.img"
+        refute_in "Secure Boot configuration was not recorded" "$OUT"
+        local before
+        before=$(cryptsetup token export --token-id 0 "$WORK/disk.img")
+        log_boot C "$@"
+        pin_opens "$WORK/pin"
+        expect_exit 14 "$TPMGUARD" update finish --event-log "$WORK/log-C" --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "$what" "$ERR"
+        [ "$(cryptsetup token export --token-id 0 "$WORK/disk.img")" = "$before" ]
+        log_boot A
+        pin_opens "$WORK/pin"
+}
+
+test_case finish_refuses_secure_boot_off
+finish_refuses_secure_boot_off() {
+        enrolled_with_log
+        secure_boot_change_refused "Secure Boot is no longer enabled" --secureboot 0
+}
+
+test_case finish_refuses_new_pk
+finish_refuses_new_pk() {
+        enrolled_with_log
+        mkdir "$WORK/evil"
+        "$EVENTLOG_MAKE" certs "$WORK/evil" >/dev/null
+        "$EVENTLOG_MAKE" esl-x509 "$EFI_OWNER" "$WORK/evil/pk.der" >"$WORK/evil-pk.esl"
+        secure_boot_change_refused "the Secure Boot variable PK changed" --pk "$WORK/evil-pk.esl"
+}
+
+# A grace made for a kernel update (--changing 4) keeps PCR 7: a boot that changes PCR 4 opens
+# with the PIN, one that also changes PCR 7 (Secure Boot's) does not, and says why before the PIN.
+test_case grace_keeps_undeclared_pcrs
+grace_keeps_undeclared_pcrs() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        boot A
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "4:sha256=$DIGEST_A" >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        expect_exit 0 "$TPMGUARD" enroll --pcrs 4,7 --pin-file "$WORK/pin" --unlock-key-file "$WORK/recovery.key" \
+                "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" update prepare --boots 2 --changing 4 --pin-file "$WORK/pin" "$WORK/disk.img"
+        refute_in "every PCR the token is sealed to may change" "$OUT"
+        expect_exit 0 with_plugin cryptsetup luksDump "$WORK/disk.img"
+        expect_in "keeping PCR 7" "$OUT"
+        expect_exit 0 "$TPMGUARD" status "$WORK/disk.img"
+        expect_in "in a boot without a TPM Restart, and PCR 7 as prepared (now: satisfied)" "$OUT"
+        # PCR 4 and PCR 7 both changed: the grace keeps PCR 7, so no PIN is asked.
+        boot C
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "4:sha256=$DIGEST_B" >/dev/null
+        token_open_v <"$WORK/pin" >"$WORK/out" 2>&1 && { echo "# a changed PCR 7 opened the grace" >&2; return 1; }
+        expect_in "PCR 7, which its update grace keeps, changed too" "$(cat "$WORK/out")"
+        # Only PCR 4 changed (the kernel update): the grace opens, and says what it was prepared for.
+        boot A
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "4:sha256=$DIGEST_B" >/dev/null
+        expect_exit 0 token_open_v <"$WORK/pin"
+        expect_in "made for a change of PCR 4 (it checks PCR 7)" "$ERR$OUT"
+        # finish binds to it: PCR 7 as prepared, PCR 4 declared.
+        expect_exit 0 "$TPMGUARD" update finish --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_in "old values no longer unlock" "$OUT"
 }
 
 # tpmguard-update-finish.service's command, as the unit runs it: the PIN from
 # systemd-ask-password (here a stand-in that prints it), through a pipe.
-test_case unit_finishes_after_grace_boot
-unit_finishes_after_grace_boot() {
+test_case unit_finishes_after_update_boot
+unit_finishes_after_update_boot() {
         enrolled_at_a
-        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" update prepare --pcr "7=sha256:$(pcr7_after $DIGEST_B)" --pin-file "$WORK/pin" \
+                "$WORK/disk.img"
         boot B
         pin_opens "$WORK/pin"
         [ -f "$(marker)" ]
@@ -146,6 +288,48 @@ grace_expires_after_one_boot() { grace_expires 1; }
 
 test_case grace_expires_after_two_boots
 grace_expires_after_two_boots() { grace_expires 2; }
+
+# restart_boot X: a boot of chain X that is a TPM Restart, not a Reset: Shutdown(STATE) before
+# the power cycle (unauthenticated: the attacker's own OS sends it, or an interposer rewrites the
+# kernel's Shutdown(CLEAR)), then the firmware's Startup(CLEAR): the PCRs reset, resetCount does
+# not move, restartCount does (review10 M1, after its poc_grace_outlives_its_boots).
+restart_boot() {
+        local digest=DIGEST_$1
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_shutdown
+        swtpm_ioctl --unix "$WORK/tpm/tpm.sock.ctrl" -i >/dev/null
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_startup --clear
+        rm -rf "$WORK/run"
+        mkdir -m 700 "$WORK/run"
+        "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
+        TPM2TOOLS_TCTI=$TPMGUARD_TEST_TCTI tpm2_pcrextend "7:sha256=${!digest}" >/dev/null
+}
+
+# A grace counts boots, and a TPM Restart is a boot that would not count: it never opens the
+# grace, and says why without asking for the PIN (not a wrong PIN, not a PCR mismatch). A real
+# boot (a TPM Reset) within the bound still opens it.
+test_case grace_refuses_restarts
+grace_refuses_restarts() {
+        require_tools swtpm_ioctl tpm2_shutdown tpm2_startup
+        enrolled_at_a
+        expect_exit 0 "$TPMGUARD" update prepare --boots 2 --pin-file "$WORK/pin" "$WORK/disk.img"
+        boot C
+        pin_opens "$WORK/pin"
+        local i before
+        before=$(da_counter)
+        for i in 1 2 3; do
+                restart_boot C
+                token_open_v <"$WORK/pin" >"$WORK/out" 2>&1 && { echo "# restart $i opened the grace" >&2; return 1; }
+                expect_in "restartCount is not 0" "$(cat "$WORK/out")"
+                expect_in "This is not a wrong PIN" "$(cat "$WORK/out")"
+                refute_in "tries left" "$(cat "$WORK/out")"
+        done
+        # The typed PIN was never tried: no dictionary-attack try spent.
+        [ $(($(da_counter))) -le $((before)) ] || { echo "# DA counter moved $before -> $(da_counter)" >&2; return 1; }
+        boot C
+        expect_exit 0 token_open_v <"$WORK/pin"
+        expect_in "Unlocked with the update grace, which" "$ERR$OUT"
+        expect_in "0 boot(s) left" "$ERR$OUT"
+}
 
 # A wrong PIN through the grace costs one dictionary-attack try, not two: the seal is chosen
 # before the PIN-bearing Unseal, and one typed PIN is one Unseal on the bus (a client that tried

@@ -122,18 +122,41 @@ static void test_independent_computation(void **state) {
  *
  *   tpm2_startauthsession -S s.ctx
  *   tpm2_policycountertimer -S s.ctx --ule resets=42 -L ct.digest
+ *   tpm2_policycountertimer -S s.ctx --eq restarts=0 -L ct2.digest
  *   tpm2_policyauthvalue -S s.ctx -L pin.digest
  *
- * "resets" is TPMS_TIME_INFO.clockInfo.resetCount, offset 16. A bound one higher is another digest:
- * the bound is part of what the TPM enforces.
+ * "resets" is TPMS_TIME_INFO.clockInfo.resetCount, offset 16, "restarts" restartCount, offset 20
+ * (review10 M1: without it, boots that are TPM Restarts would not use up the grace). A bound one
+ * higher is another digest: the bound is part of what the TPM enforces.
  */
 static void test_grace_vector(void **state) {
         TPM2B_DIGEST d, other;
 
-        assert_int_equal(tg_policy_digest_grace(42, &d), 0);
-        assert_digest_hex(&d, "dbb232337fd753baf353c42ee398cfcaaaaace795295d267aafde9f87a227fbd");
-        assert_int_equal(tg_policy_digest_grace(43, &other), 0);
+        assert_int_equal(tg_policy_digest_grace(42, TPM2_ALG_SHA256, 0, NULL, &d), 0);
+        assert_digest_hex(&d, "fd83e35650374567f6733fa46ef32e98e8b10d3d96320137f30054cd31d99819");
+        assert_int_equal(tg_policy_digest_grace(43, TPM2_ALG_SHA256, 0, NULL, &other), 0);
         assert_memory_not_equal(d.buffer, other.buffer, 32);
+}
+
+/*
+ * A grace that keeps PCR 7 (review10 H1: a kernel update's grace still binds Secure Boot), against
+ * tpm2-tools 5.4 in a trial session, PCR 7 = 32 bytes of 0x77 (pcr.bin):
+ *
+ *   tpm2_policycountertimer -S s.ctx --ule resets=42
+ *   tpm2_policycountertimer -S s.ctx --eq restarts=0
+ *   tpm2_policypcr -S s.ctx -l sha256:7 -f pcr.bin
+ *   tpm2_policyauthvalue -S s.ctx -L pin.digest
+ */
+static void test_grace_pcr_vector(void **state) {
+        TPM2B_DIGEST pcr_digest = { .size = 32 }, d, none;
+        uint8_t pcr7[32];
+
+        memset(pcr7, 0x77, sizeof pcr7);
+        assert_int_equal(EVP_Digest(pcr7, sizeof pcr7, pcr_digest.buffer, NULL, EVP_sha256(), NULL), 1);
+        assert_int_equal(tg_policy_digest_grace(42, TPM2_ALG_SHA256, 1u << 7, &pcr_digest, &d), 0);
+        assert_digest_hex(&d, "e475f5dc2990bc399acadb09d96367bfefaf0e55494dbb93e4eed480a4efc7ca");
+        assert_int_equal(tg_policy_digest_grace(42, TPM2_ALG_SHA256, 0, NULL, &none), 0);
+        assert_memory_not_equal(d.buffer, none.buffer, 32);
 }
 
 static void test_rejects(void **state) {
@@ -153,6 +176,7 @@ int main(void) {
                 cmocka_unit_test(test_independent_computation),
                 cmocka_unit_test(test_rejects),
                 cmocka_unit_test(test_grace_vector),
+                cmocka_unit_test(test_grace_pcr_vector),
         };
         return cmocka_run_group_tests(tests, NULL, NULL);
 }

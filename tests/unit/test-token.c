@@ -659,7 +659,7 @@ static char *token_with_alternates(const char *alternates) {
         TPM2B_DIGEST policy, pcr_digest = { .size = 32 };
         char *s;
 
-        assert_int_equal(tg_policy_digest_grace(42, &policy), 0);
+        assert_int_equal(tg_policy_digest_grace(42, TPM2_ALG_SHA256, 0, NULL, &policy), 0);
         grace = alt_blob(&policy);
         memset(pcr_digest.buffer, 0x01, 32);
         assert_int_equal(tg_policy_digest_compute(TPM2_ALG_SHA256, 1u << 7, &pcr_digest, true, &policy), 0);
@@ -697,7 +697,7 @@ static void test_alternates(void **state) {
         assert_string_equal(out, json);
         assert_int_equal(tg_token_from_string(out, &t2), 0);
         assert_int_equal(t2.n_alt, 2);
-        /* A grace view: no PCRs, the bound, the main token's PIN KDF. */
+        /* A grace view: the PCRs it keeps (none here), the bound, the main token's PIN KDF. */
         tg_token_alt_view(&t, tg_token_alt_find(&t, TG_ALT_GRACE), &view);
         assert_true(view.grace);
         assert_int_equal(view.pcr_mask, 0);
@@ -729,6 +729,13 @@ static void test_alternates(void **state) {
         expect_reject_alternates("[{\"kind\":\"grace\",\"blob\":\"@A@\"}]", "alternates[0].reset_count_max", "missing");
         expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42,\"pcr_digest\":\"" PCR_DIGEST_HEX
                                  "\",\"blob\":\"@A@\"}]", "alternates[0]", "no \"pcr_digest\"");
+        /* The PCRs a grace keeps: a strict subset of the token's, with their digest. */
+        expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42,\"pcrs\":[7],\"pcr_digest\":\""
+                                 PCR_DIGEST_HEX "\",\"blob\":\"@A@\"}]", "alternates[0].pcrs", "strict subset");
+        expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42,\"pcrs\":[4],\"pcr_digest\":\""
+                                 PCR_DIGEST_HEX "\",\"blob\":\"@A@\"}]", "alternates[0].pcrs", "strict subset");
+        expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42,\"pcrs\":[],\"blob\":\"@A@\"}]",
+                                 "alternates[0].pcrs", "empty");
         expect_reject_alternates("[{\"kind\":\"predicted\",\"blob\":\"@B@\"}]", "alternates[0].pcr_digest", "missing");
         expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42}]", "alternates[0].blob", "missing");
         expect_reject_alternates("[{\"kind\":\"grace\",\"reset_count_max\":42,\"blob\":\"AAAA\"}]",
@@ -741,7 +748,7 @@ static void test_alternates(void **state) {
                 TPM2B_DIGEST policy;
                 char alt[1024];
 
-                assert_int_equal(tg_policy_digest_grace(42, &policy), 0);
+                assert_int_equal(tg_policy_digest_grace(42, TPM2_ALG_SHA256, 0, NULL, &policy), 0);
                 grace = alt_blob(&policy);
                 snprintf(alt, sizeof alt, "[{\"kind\":\"grace\",\"reset_count_max\":42,\"blob\":\"%s\"}]", grace);
                 json_set_path(o, "alternates", alt);
