@@ -419,13 +419,17 @@ totp_follows_predicted_update() {
 # to enroll it again, and fails so that nobody misses it.
 test_case totp_grace_shows_pending
 totp_grace_shows_pending() {
-        enrolled_at_a
+        require_tools swtpm_ioctl
+        # A dbx update that update finish accepts (its log explains PCR 7's change).
+        enrolled_with_log
+        dbx_update
         expect_exit 0 "$TPMGUARD" totp enroll --pcrs 7
-        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --changing 7 --event-log "$WORK/log-A" \
+                --pin-file "$WORK/pin" "$WORK/disk.img"
         expect_in "a grace carries no TOTP" "$OUT"
         grep -q '"update_pending"' "$WORK/state/totp.json"
         refute grep -q '"predicted"' "$WORK/state/totp.json"
-        boot B
+        log_boot B --dbx "$WORK/dbx-next.esl"
         : >"$WORK/console"
         TPMGUARD_CONSOLE=$WORK/console expect_exit 14 "$TPMGUARD" totp show --console
         [ -z "$OUT" ]
@@ -433,7 +437,7 @@ totp_grace_shows_pending() {
         expect_in "NO TOTP CODE: the boot chain changed, and an update with a grace is pending" "$(cat "$WORK/console")"
         refute grep -q "code is" "$WORK/console"
         pin_opens "$WORK/pin"
-        expect_exit 14 "$TPMGUARD" update finish --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 14 "$TPMGUARD" update finish --event-log "$WORK/log-B" --pin-file "$WORK/pin" "$WORK/disk.img"
         expect_in "old values no longer unlock" "$OUT"
         expect_in "The TOTP cannot follow" "$ERR"
         expect_in "tpmguard totp enroll" "$ERR"
