@@ -541,6 +541,21 @@ int tg_totp_remove(const tg_config *config) {
         return 0;
 }
 
+/* This machine's TOTP file: its path (*ret_path, the caller frees it) and its contents. */
+static int totp_load_enrolled(const tg_config *config, char **ret_path, tg_totp_file *ret) {
+        _cleanup_free_ char *path = NULL;
+        int r;
+
+        r = tg_totp_path(config, &path);
+        if (r < 0)
+                return r;
+        r = tg_totp_load(path, ret);
+        if (r < 0)
+                return r;
+        *ret_path = TAKE_PTR(path);
+        return 0;
+}
+
 int tg_totp_reseal(const tg_config *config, tg_verified_tpm *v, const tg_seal_params *params) {
         _cleanup_secret_ tg_secret *secret = NULL;
         _cleanup_free_ char *path = NULL, *json = NULL;
@@ -548,10 +563,7 @@ int tg_totp_reseal(const tg_config *config, tg_verified_tpm *v, const tg_seal_pa
         tg_totp_file t, next;
         int r;
 
-        r = tg_totp_path(config, &path);
-        if (r < 0)
-                return r;
-        r = tg_totp_load(path, &t);
+        r = totp_load_enrolled(config, &path, &t);
         if (r < 0)
                 return r;
         r = unseal_checked(v, &t, &secret);
@@ -587,10 +599,7 @@ int tg_totp_update_prepare(const tg_config *config, const tg_pcr_values *predict
         tg_totp_file t, next;
         int r;
 
-        r = tg_totp_path(config, &path);
-        if (r < 0)
-                return r;
-        r = tg_totp_load(path, &t);
+        r = totp_load_enrolled(config, &path, &t);
         if (r < 0)
                 return r;
         next = t;
@@ -651,10 +660,7 @@ int tg_totp_follow(const tg_config *config, const tg_pcr_values *explicit_values
         bool pending;
         int r;
 
-        r = tg_totp_path(config, &path);
-        if (r < 0)
-                return r;
-        r = tg_totp_load(path, &t);
+        r = totp_load_enrolled(config, &path, &t);
         if (r < 0)
                 return r;
         pending = t.has_predicted || t.update_pending[0];
