@@ -1073,6 +1073,12 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
         return unseal_end(v, token, auth, mask, &object, &policy, ret_secret);
 }
 
+/* Whether a policy session's policyDigest is the token's policy_hash (its policy is satisfied). */
+static bool digest_is_policy(const TPM2B_DIGEST *digest, const tg_token *token) {
+        return digest->size == token->policy_hash.size &&
+               memcmp(digest->buffer, token->policy_hash.buffer, digest->size) == 0;
+}
+
 int tg_unseal_prepare(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied, tg_handle *ret_object,
                       tg_handle *ret_policy) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
@@ -1088,32 +1094,48 @@ int tg_unseal_prepare(tg_verified_tpm *v, const tg_token *token, bool *ret_satis
         if (token->pcr_mask) {
                 /*
                  * Is the token's PCR policy satisfied now? The session's policyDigest after the
-                 * token's policy equals the token's policy_hash exactly when it is. Read with the
-                 * policy session as the encrypt session of its own PolicyGetDigest (as policy_prove()):
-                 * the response HMAC, keyed by the session key salted to the verified NULL key, makes
-                 * the digest authentic, so a forged "mismatch" (which would send the user to the
-                 * recovery passphrase with a message that looks legitimate) fails as tampering.
-                 * Carrying the session resets its policy in the TPM (UpdateInternalSession()), so the
-                 * policy is run again after it, for the Unseal.
+                 * token's policy equals the token's policy_hash exactly when it is. Read first
+                 * without any session: a plain PolicyGetDigest leaves the policy the TPM built
+                 * in place, so the Unseal after the PIN needs no second PolicyPCR and
+                 * PolicyAuthValue (carrying the session, as encrypt or audit session, would make
+                 * the TPM reset its policy, Part 4 UpdateInternalSession()). Its answer is not
+                 * authenticated, and it need not be when it says "satisfied": a forged match only
+                 * lets us ask, and the Unseal is still judged by the TPM against authPolicy, which
+                 * it checks before the authValue (TPM_RC_POLICY_FAIL: no dictionary-attack try),
+                 * as an interposer that drops the check could always make us ask.
                  */
-                (void) Esys_TRSess_SetAttributes(esys, policy.tr, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT,
-                                                 0xff);
-                rc = Esys_PolicyGetDigest(esys, policy.tr, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, &digest);
-                /* As in policy_prove(): a refused session HMAC means the session key is not ours. */
-                if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER &&
-                    (tg_tpm_rc_base(rc) == TPM2_RC_BAD_AUTH || tg_tpm_rc_base(rc) == TPM2_RC_AUTH_FAIL))
-                        return log_alert_rc(-TG_ERR_INTERPOSER,
-                                            "The TPM does not share the key of the policy session salted to the "
-                                            "verified NULL key (%s): the session was redirected or swapped on the "
-                                            "TPM bus. Interposer suspected; no PIN was asked for.",
-                                            Tss2_RC_Decode(rc));
+                rc = Esys_PolicyGetDigest(esys, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &digest);
                 if (rc != TSS2_RC_SUCCESS)
                         return tg_tpm_rc(rc, "PolicyGetDigest (is the token's PCR policy satisfied?)");
-                satisfied = digest->size == token->policy_hash.size &&
-                            memcmp(digest->buffer, token->policy_hash.buffer, digest->size) == 0;
-                r = policy_run(v, token, policy.tr);
-                if (r < 0)
-                        return r;
+                satisfied = digest_is_policy(digest, token);
+                if (!satisfied) {
+                        /* A mismatch sends the user to the recovery passphrase with a message that looks
+                         * legitimate: confirmed first, with the session as the encrypt session of its own
+                         * PolicyGetDigest (as policy_prove()), whose response HMAC, keyed by the session
+                         * key salted to the verified NULL key, makes the digest authentic. That resets
+                         * the policy, which no longer matters: no Unseal follows a mismatch. */
+                        free(TAKE_PTR(digest));
+                        (void) Esys_TRSess_SetAttributes(esys, policy.tr,
+                                                         TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT, 0xff);
+                        rc = Esys_PolicyGetDigest(esys, policy.tr, policy.tr, ESYS_TR_NONE, ESYS_TR_NONE, &digest);
+                        /* As in policy_prove(): a refused session HMAC means the session key is not ours. */
+                        if ((rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER &&
+                            (tg_tpm_rc_base(rc) == TPM2_RC_BAD_AUTH || tg_tpm_rc_base(rc) == TPM2_RC_AUTH_FAIL))
+                                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                                    "The TPM does not share the key of the policy session salted to "
+                                                    "the verified NULL key (%s): the session was redirected or "
+                                                    "swapped on the TPM bus. Interposer suspected; no PIN was asked "
+                                                    "for.", Tss2_RC_Decode(rc));
+                        if (rc != TSS2_RC_SUCCESS)
+                                return tg_tpm_rc(rc, "PolicyGetDigest (is the token's PCR policy satisfied?)");
+                        /* PCRs are only ever extended: a mismatch that turns into a match was forged. */
+                        if (digest_is_policy(digest, token))
+                                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                                    "The TPM's policy digest read without a session said the PCR values "
+                                                    "do not satisfy the token's policy; read again over the verified "
+                                                    "session, they do: the first answer was forged on the TPM bus. "
+                                                    "Interposer suspected; no PIN was asked for.");
+                }
         }
         *ret_satisfied = satisfied;
         *ret_object = take_handle(&object);

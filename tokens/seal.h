@@ -89,7 +89,8 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
  * before the PIN"): tg_unseal_prepare() does everything that needs no PIN value (the sealed
  * object's Load, the salted policy session started and proven, the token's policy run in it,
  * PolicyAuthValue included) and says whether the token's PCR policy is satisfied now (from the
- * session's policy digest, authenticated by the session's response HMAC); it hands out the loaded
+ * session's policy digest, read without a session so that the policy stays for the Unseal; a
+ * mismatch is confirmed over the session's response HMAC before it is believed); it hands out the loaded
  * object and the policy session, secret-free, only on success. tg_unseal_prepared() then derives
  * the authValue from the PIN and sends the Unseal (PolicyRestart and the policy again on a PCR
  * race, spending no dictionary-attack try); object and policy are released there, on every path.

@@ -401,49 +401,90 @@ static int create_primary(tg_tpm *tpm, ESYS_TR hierarchy, ESYS_TR auth_session, 
         return 0;
 }
 
+static int signer_gone(const tg_pinned_key *pinned) {
+        log_notice("The EK signing key is no longer persisted at 0x%08" PRIx32 "; re-creating it (slower). "
+                   "'tpmguard provision' persists it again.", pinned->persistent_handle);
+        return 0;
+}
+
+/* Is rc the TPM's error base about the Certify's signHandle (handle 2), or its authorization (session 2)? */
+static bool signer_at(TSS2_RC rc, TSS2_RC base) {
+        TSS2_RC where = base == TPM2_RC_HANDLE ? TPM2_RC_2 : TPM2_RC_S | TPM2_RC_2;
+
+        return (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER && (rc & TPM2_RC_FMT1) && tg_tpm_rc_base(rc) == base &&
+               (rc & (TPM2_RC_P | TPM2_RC_S | TPM2_RC_N_MASK)) == where;
+}
+
+static int signer_substituted(const tg_pinned_key *pinned) {
+        return log_alert_rc(-TG_ERR_INTERPOSER,
+                            "The key persisted at 0x%08" PRIx32 " is not the pinned EK signing key: it was "
+                            "substituted (by someone with the owner password), or an interposer sits on the "
+                            "TPM bus. The TPM will not be used; unlock with the recovery passphrase and "
+                            "investigate ('tpmguard doctor').", pinned->persistent_handle);
+}
+
 /*
- * The EK signing key persisted at provisioning (docs/design.md §2.2 step 4): one ReadPublic instead of a
- * CreatePrimary in an endorsement-authorized salted session (≈ 0.5 s on a discrete TPM).
+ * The EK signing key persisted at provisioning (docs/design.md §2.2 step 4): no CreatePrimary in an
+ * endorsement-authorized salted session (≈ 0.5 s on a discrete TPM).
  *
- * Check kept: the key that certifies the NULL key is the pinned one. The name of what answers
- * at the handle (Esys_TR_GetName: ESAPI's hash of the returned public area, not the name field
- * of the response) must be the pinned name before the key is used; a different key there (put
- * there by someone with owner authorization, or an altered ReadPublic response) is an alert and
- * we fail closed, never falling back to a key we did not pin. The ReadPublic is not
- * authenticated: an interposer that answers with the pinned public area while the handle holds
- * another key gains nothing either, because the Certify below is checked against the pinned
- * public key from state_dir, never against anything the TPM returned (tg_certify_verify), and
- * its qualifiedSigner must be the pinned key's as a primary of the endorsement hierarchy.
+ * Check kept: the key that certifies the NULL key is the pinned one. When read (unread false), the
+ * name of what answers at the handle (Esys_TR_GetName: ESAPI's hash of the returned public area,
+ * not the name field of the response) must be the pinned name before the key is used; a different
+ * key there (put there by someone with owner authorization, or an altered ReadPublic response) is
+ * an alert and we fail closed, never falling back to a key we did not pin.
+ *
+ * Unread (the full verification, issue 33): the ESYS_TR is made from the pinned handle and name
+ * alone, and no ReadPublic is sent (≈ 7 ms modelled, one command fewer in every verification).
+ * That read was never what made the key trusted: it is unauthenticated, and an interposer could
+ * answer it with the pinned public area whatever the handle holds. What does is the Certify,
+ * checked against the pinned public key from state_dir, never against anything the TPM returned
+ * (tg_certify_verify), with the pinned key's qualifiedName as the endorsement primary's. The
+ * Certify is password-authorized (the key's authValue is empty), so ESAPI needs no public area
+ * for it. A substituted key at the handle now shows at the Certify, as the same alert
+ * (signer_substituted()); an empty handle as TPM_RC_HANDLE, after which the caller re-creates the key.
+ * A substituted key with an authValue of its own fails the empty password; when it is not noDA
+ * that costs a dictionary-attack try, which whoever can put a key there (owner authorization)
+ * or answer for the handle (an interposer) can spend directly anyway.
  *
  * Returns 1 with the key (a persistent handle: closed, never flushed), 0 when the pinned file
- * records no handle or the handle is empty (evicted, TPM cleared: the caller re-creates the key,
- * the path every verification took before), < 0 on error.
+ * records no handle or (read) the handle is empty (evicted, TPM cleared: the caller re-creates the
+ * key, the path every verification took before), < 0 on error.
  */
-static int persisted_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_handle *ret, TPM2B_NAME *ret_name) {
+static int persisted_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, bool unread, tg_handle *ret,
+                            TPM2B_NAME *ret_name) {
         _cleanup_handle_ tg_handle h = { .esys = v->tpm->esys, .tr = ESYS_TR_NONE, .close_only = true };
         _cleanup_free_ TPM2B_NAME *name = NULL;
         TSS2_RC rc;
 
         if (pinned->persistent_handle == 0)
                 return 0;
+        if (unread) {
+                uint8_t buf[sizeof(TPM2_HANDLE) + sizeof(TPM2B_NAME) + sizeof(UINT32)];
+                size_t offset = 0;
+
+                /* Esys_TR_Deserialize of an IESYS_RESOURCE without public area: handle, name, no misc. */
+                if (Tss2_MU_TPM2_HANDLE_Marshal(pinned->persistent_handle, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+                    Tss2_MU_TPM2B_NAME_Marshal(&pinned->name, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+                    Tss2_MU_UINT32_Marshal(0, buf, sizeof buf, &offset) != TSS2_RC_SUCCESS ||
+                    Esys_TR_Deserialize(v->tpm->esys, buf, offset, &h.tr) != TSS2_RC_SUCCESS)
+                        return log_error_rc(-TG_ERR_INVALID, "No ESYS_TR for the pinned EK signing key's handle "
+                                            "0x%08" PRIx32 ".", pinned->persistent_handle);
+                *ret_name = pinned->name;
+                *ret = h;
+                h.tr = ESYS_TR_NONE;
+                return 1;
+        }
         rc = Esys_TR_FromTPMPublic(v->tpm->esys, pinned->persistent_handle, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
                                    &h.tr);
-        if (rc != TSS2_RC_SUCCESS && tg_tpm_rc_base(rc) == TPM2_RC_HANDLE) {
-                log_notice("The EK signing key is no longer persisted at 0x%08" PRIx32 "; re-creating it (slower). "
-                           "'tpmguard provision' persists it again.", pinned->persistent_handle);
-                return 0;
-        }
+        if (rc != TSS2_RC_SUCCESS && tg_tpm_rc_base(rc) == TPM2_RC_HANDLE)
+                return signer_gone(pinned);
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "ReadPublic (persisted EK signing key)");
         rc = Esys_TR_GetName(v->tpm->esys, h.tr, &name);
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "Esys_TR_GetName");
         if (!tg_name_equal(name, &pinned->name))
-                return log_alert_rc(-TG_ERR_INTERPOSER,
-                                    "The key persisted at 0x%08" PRIx32 " is not the pinned EK signing key: it was "
-                                    "substituted (by someone with the owner password), or an interposer sits on the "
-                                    "TPM bus. The TPM will not be used; unlock with the recovery passphrase and "
-                                    "investigate ('tpmguard doctor').", pinned->persistent_handle);
+                return signer_substituted(pinned);
         *ret_name = *name;
         *ret = h;
         h.tr = ESYS_TR_NONE;
@@ -462,11 +503,19 @@ static int persisted_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_
  * the pinned one. *ret_name is set whenever a key was found, also when it is
  * not the pinned one (the report names it).
  */
-static int pinned_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, tg_handle *ret, TPM2B_NAME *ret_name) {
-        int r;
+typedef enum signer_mode {
+        SIGNER_READ,      /* the persisted key's public area read and compared first */
+        SIGNER_UNREAD,    /* the persisted key named from the pin, nothing sent (persisted_signer()) */
+        SIGNER_RECREATE,  /* its handle was empty at the Certify: re-created */
+} signer_mode;
+
+static int pinned_signer(tg_verified_tpm *v, const tg_pinned_key *pinned, signer_mode mode, tg_handle *ret,
+                         TPM2B_NAME *ret_name) {
+        int r = 0;
 
         *ret_name = (TPM2B_NAME) {};
-        r = persisted_signer(v, pinned, ret, ret_name);
+        if (mode != SIGNER_RECREATE)
+                r = persisted_signer(v, pinned, mode == SIGNER_UNREAD, ret, ret_name);
         if (r < 0)
                 return r;
         if (r == 0) {
@@ -534,6 +583,7 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
         /* cppcheck-suppress legacyUninitvar ; the member .scheme is not the variable */
         TPMT_SIG_SCHEME scheme = { .scheme = TPM2_ALG_NULL };
         tg_attest_info info;
+        bool unread = false;
         TSS2_RC rc;
         int r;
 
@@ -625,10 +675,15 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                                     "The TPM will not be used; unlock with the recovery passphrase and investigate.");
         v->null_key_trusted = report->kernel_null_name_present;
 
-        /* 4. The EK signing key, persisted or re-created; it must be the pinned one (pinned_signer). */
+        /*
+         * 4. The EK signing key, persisted (named from the pin, not read: persisted_signer()) or
+         * re-created; it must be the pinned one (pinned_signer).
+         */
         signer.esys = v->tpm->esys;
-        r = pinned_signer(v, &pinned, &signer, &signer_name);
-        if (signer_name.size > 0)
+        r = pinned_signer(v, &pinned, SIGNER_UNREAD, &signer, &signer_name);
+        if (r >= 0 && pinned.persistent_handle != 0 && signer.tr != ESYS_TR_NONE)
+                unread = true;
+        if (signer_name.size > 0 && !unread)
                 report->ek_signing_key_name = signer_name;
         if (r < 0)
                 return r;
@@ -638,6 +693,22 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                 return log_error_rc(-TG_ERR_IO, "The OpenSSL random generator failed.");
         rc = Esys_Certify(v->tpm->esys, v->null_key.tr, signer.tr, ESYS_TR_PASSWORD, ESYS_TR_PASSWORD, ESYS_TR_NONE,
                           &nonce, &scheme, &certify_info, &signature);
+        if (unread && signer_at(rc, TPM2_RC_HANDLE)) {
+                /* Nothing at the persisted handle (evicted, TPM cleared): re-created, as a read would have. */
+                tg_handle_release(&signer);
+                unread = false;
+                (void) signer_gone(&pinned);
+                r = pinned_signer(v, &pinned, SIGNER_RECREATE, &signer, &signer_name);
+                if (signer_name.size > 0)
+                        report->ek_signing_key_name = signer_name;
+                if (r < 0)
+                        return r;
+                rc = Esys_Certify(v->tpm->esys, v->null_key.tr, signer.tr, ESYS_TR_PASSWORD, ESYS_TR_PASSWORD,
+                                  ESYS_TR_NONE, &nonce, &scheme, &certify_info, &signature);
+        }
+        /* A key at the handle whose authValue is not the pinned key's empty one. */
+        if (unread && (signer_at(rc, TPM2_RC_AUTH_FAIL) || signer_at(rc, TPM2_RC_BAD_AUTH)))
+                return signer_substituted(&pinned);
         if (rc != TSS2_RC_SUCCESS)
                 return tg_tpm_rc(rc, "Certify (NULL key by the EK signing key)");
         tg_handle_release(&signer);
@@ -650,8 +721,13 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
                 return r;
         r = tg_certify_verify(certify_info, signature, &pinned.public.publicArea, &signer_qn,
                               nonce.buffer, nonce.size, &v->null_name, &null_qn, &info);
+        if (r == -TG_ERR_INTERPOSER && unread)
+                /* The key at the handle signed, and it is not the pinned one (or the bus altered it). */
+                return signer_substituted(&pinned);
         if (r < 0)
                 return r;
+        if (unread)
+                report->ek_signing_key_name = pinned.name;   /* the key that just certified, proven */
         v->null_key_trusted = true;
         report->clock = info.clock;
         report->reset_count = info.reset_count;
@@ -749,7 +825,7 @@ int tg_vtpm_certify_persistent(tg_verified_tpm *v, const char *state_dir, const 
         if (rc != TSS2_RC_SUCCESS)
                 return log_error_rc(-TG_ERR_INVALID, "The pinned key's serialized handle has no name.");
 
-        r = pinned_signer(v, &pinned, &signer, &signer_name);
+        r = pinned_signer(v, &pinned, SIGNER_READ, &signer, &signer_name);
         if (r < 0)
                 return r;
         /*

@@ -65,12 +65,12 @@ done
 OPS=()
 op() { OPS+=("$*"); }
 op provision              bare     cold activatecred
-op verify                 enrolled cold certify readpublic
+op verify                 enrolled cold certify
 op enroll                 enrolled cold certify create pcrread readpublic load unseal
 op seal-import            enrolled cold certify create pcrread readpublic
-op unlock-plugin-cold     enrolled cold certify readpublic load unseal inject
+op unlock-plugin-cold     enrolled cold certify load unseal inject
 op unlock-plugin-warm     enrolled warm readclock readpublic load unseal ctxload
-op unlock-cryptsetup-cold enrolled cold certify readpublic load unseal
+op unlock-cryptsetup-cold enrolled cold certify load unseal
 op unlock-cryptsetup-warm enrolled warm readclock readpublic load unseal ctxload
 op change-pin             enrolled cold certify create unseal
 op rotate                 enrolled cold certify create unseal
@@ -544,24 +544,19 @@ mode swap-context           ctxload      --mode swap-context
 expect_of() {
         local o=$1 m=$2 cli=exit:3 plugin=errno:2+interposer binary=refused
         case $o/$m in
-        # The first ReadPublic of every full verification (verify and the cold
-        # paths) is now the persisted EK signing key's (issue 18): a tampered
-        # public area there fails the pinned-name check before the key is used,
-        # an interposer alert. (The SRK's ReadPublic after it, in enroll, seal
-        # and migrate, was harmless when tampered: its name is checked against
-        # the hash of its public area and by the TPM in HMACs naming it.)
-        # The name field of that ReadPublic is used by nothing: ESAPI keeps it
-        # for HMACs naming the key (Certify authorizes it with a password, so
-        # there are none), and the name compared with the pinned name is
-        # ESAPI's hash of the returned public area (Esys_TR_GetName). verify
-        # reads no other public area, so it works, over the genuine key (its
-        # Certify is checked with the pinned public key). Since issue 18 the
-        # plugin's unlock with the kernel's null_name reads no SRK either (its
-        # Load has a password authorization under an ESYS_TR made from the
-        # token's parent_name; a warm unlock reads no public area at all, so
-        # its rows are n/a): the cold unlock works like verify.
-        verify/tamper-readpublic-name|unlock-plugin-cold/tamper-readpublic-name) echo ok; return ;;
-        unlock-cryptsetup-cold/tamper-readpublic-name) echo ok; return ;;
+        # A full verification reads no public area since issue 33: the
+        # persisted EK signing key is named from the pin, and its Certify,
+        # checked with the pinned public key, is what proves it (a substituted
+        # key there is caught at that Certify: test-provision-verify.sh,
+        # substituted_persisted_key_is_caught). So verify and the cold
+        # unlocks, with the kernel's null_name, have no readpublic tag. The
+        # SRK's ReadPublic in enroll, seal and migrate is harmless when its
+        # public area is tampered (its name is checked against the hash of the
+        # public area and by the TPM in HMACs naming it); totp show, which
+        # keeps the SRK's ESYS_TR for its HMAC-authorized Load, uses only the
+        # name, which the TPM checks in that HMAC: a tampered public area there
+        # changes nothing it relies on, and it works over the genuine SRK.
+        totp-show/tamper-readpublic-area) echo ok; return ;;
         # cryptsetup's warm unlock now reads one public area: the call without a
         # PIN verifies first (is there a PIN that can work? docs/design.md §2.4),
         # and its cached-key proof is an audited ReadPublic of the SRK, whose name

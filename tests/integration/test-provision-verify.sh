@@ -422,4 +422,21 @@ substituted_persisted_key_is_caught() {
         expect_in "no longer persisted" "$ERR"
 }
 
+# Issue 33: the persisted EK signing key is named from the pin, not read: a full verification is
+# the NULL key's CreatePrimary, the Certify and the flush, with no ReadPublic (the Certify, checked
+# against the pinned public key, is what proves the key; substituted_persisted_key_is_caught).
+test_case verify_reads_no_signer_public
+verify_reads_no_signer_public() {
+        tpm_setup
+        require_interposer
+        expect_exit 0 "$TPMGUARD" provision
+        interposer_start --mode record --record "$WORK/record.jsonl"
+        expect_exit 0 "$TPMGUARD" verify
+        interposer_stop
+        local sent
+        sent=$($PY -c 'import json, sys
+print(" ".join(r["command"] for r in map(json.loads, open(sys.argv[1])) if r["dir"] == "command"))' "$WORK/record.jsonl")
+        [ "$sent" = "CreatePrimary Certify FlushContext" ] || { echo "# verify sent: $sent" >&2; return 1; }
+}
+
 run_cases

@@ -15,6 +15,8 @@
 #     call's verification: its cached proof fails, an alarm before any prompt;
 #   - the Unseal's response HMAC flipped (tamper-hmac Unseal): tampering, no
 #     DA try (the TPM unsealed with the right PIN), no second prompt;
+#   - the PIN-less call's policy digest forged into a PCR mismatch (tamper
+#     PolicyGetDigest): tampering before any prompt, not a mismatch;
 #   - the lifecycle's unseal (rotate) rides out the same PCR race;
 #   - a header whose "pin" was edited to false (a format 1 PIN token): named
 #     as an edited header, never as a PCR mismatch with a reseal hint.
@@ -172,7 +174,7 @@ pin_call_sends_only_the_unseal() {
         # the sealed object's flush go to the TPM. bench-token-open makes both calls in one
         # process and waits between them, so the recording splits there.
         setup_enrolled
-        local opener="$TPMGUARD_BUILD/tests/bench/bench-token-open" line mark after
+        local opener="$TPMGUARD_BUILD/tests/bench/bench-token-open" line mark before after
         [ -x "$opener" ] || { echo "# no $opener" >&2; return 1; }
         printf '1234\n' >"$WORK/pin"
         expect_exit 0 "$TPMGUARD" verify --record
@@ -185,9 +187,42 @@ pin_call_sends_only_the_unseal() {
         echo >&"${OPENER[1]}"
         wait "$OPENER_PID" || { interposer_stop; echo "# the PIN call did not unlock" >&2; cat "$WORK/opener.log" >&2; return 1; }
         interposer_stop
+        before=$(head -n "$mark" "$WORK/record.jsonl" | $PY -c 'import json, sys
+print(" ".join(r["command"] for r in map(json.loads, sys.stdin) if r["dir"] == "command"))')
         after=$(tail -n +"$((mark + 1))" "$WORK/record.jsonl" | $PY -c 'import json, sys
 print(" ".join(r["command"] for r in map(json.loads, sys.stdin) if r["dir"] == "command"))')
         [ "$after" = "Unseal FlushContext" ] || { echo "# after the PIN: $after" >&2; return 1; }
+        # The PCR check reads the policy digest without a session, so the policy the Unseal needs is
+        # run once (it used to run twice: the authenticated read reset it).
+        case " $before " in
+        *" Load PolicyPCR PolicyAuthValue PolicyGetDigest ") ;;
+        *) echo "# before the PIN: $before" >&2; return 1 ;;
+        esac
+        recovery_opens "$WORK/disk.img"
+}
+
+# The PIN-less call's PCR check reads the policy digest without a session (the policy stays for
+# the Unseal); a "mismatch" there is confirmed over the verified session before it is believed.
+# Forged on the bus, it is an alarm, never the PCR-mismatch message that sends the user to reseal.
+test_case forged_pcr_mismatch_is_tampering
+forged_pcr_mismatch_is_tampering() {
+        setup_enrolled
+        local before
+        expect_exit 0 "$TPMGUARD" verify --record
+        before=$(da_counter)
+        # The first byte of policyDigest (after its size) in the first PolicyGetDigest response: the
+        # read without a session; the confirmation over the session is left alone, and the match
+        # it reads shows the forgery.
+        interposer_start --mode tamper --tamper PolicyGetDigest:2:0x01:1
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked through a forged policy digest" >&2; return 1; }
+        attacked tamper
+        [ "$PROMPTS" = 0 ] || { echo "# $PROMPTS PIN prompts" >&2; return 1; }
+        tty_has "the first answer was forged on the TPM bus"
+        tty_lacks "no longer match the token"
+        tty_lacks "Wrong PIN"
+        same_da "$before"
         recovery_opens "$WORK/disk.img"
 }
 

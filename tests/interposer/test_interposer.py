@@ -179,7 +179,8 @@ class MarshallingTest(unittest.TestCase):
         self.assertEqual(tw.parse_cc("0x15e"), 0x15E)
         with self.assertRaises(ValueError):
             tw.parse_cc("NoSuchCommand")
-        self.assertEqual(ti.parse_tamper("PCR_Read:20:0xff"), (0x17E, 20, 0xFF))
+        self.assertEqual(ti.parse_tamper("PCR_Read:20:0xff"), (0x17E, 20, 0xFF, None))
+        self.assertEqual(ti.parse_tamper("PolicyGetDigest:2:0x01:1"), (0x189, 2, 0x01, 1))
         self.assertEqual(ti.parse_cc_count("PCR_Extend:2", "x"), (0x182, 2))
         self.assertEqual(ti.parse_cc_count("GetRandom", "x"), (0x17B, None))
 

@@ -309,14 +309,15 @@ def parse_forge_rc(text):
 
 def parse_tamper(text):
     parts = text.split(":")
-    if len(parts) != 3:
-        raise argparse.ArgumentTypeError("--tamper wants CC:OFFSET:XORBYTE, got %r" % text)
+    if len(parts) not in (3, 4):
+        raise argparse.ArgumentTypeError("--tamper wants CC:OFFSET:XORBYTE[:N], got %r" % text)
     cc = tw.parse_cc(parts[0])
     off = int(parts[1], 0)
     xor = int(parts[2], 0)
-    if off < 0 or not 1 <= xor <= 255:
-        raise argparse.ArgumentTypeError("--tamper: offset >= 0 and 1 <= XORBYTE <= 255")
-    return (cc, off, xor)
+    nth = int(parts[3], 0) if len(parts) == 4 else None
+    if off < 0 or not 1 <= xor <= 255 or (nth is not None and nth < 1):
+        raise argparse.ArgumentTypeError("--tamper: offset >= 0, 1 <= XORBYTE <= 255, N >= 1")
+    return (cc, off, xor, nth)
 
 
 def pin_candidates(wordlist):
@@ -1307,8 +1308,8 @@ class Proxy:
                     self.attack(attack="replay", command=name, occurrence=n, seq=seq)
                     out = stored
         if "tamper" in self.modes:
-            for tcc, off, xor in self.args.tamper:
-                if tcc != cc:
+            for tcc, off, xor, nth in self.args.tamper:
+                if tcc != cc or (nth is not None and n != nth):
                     continue
                 start = self.param_offset(cc, out)
                 if start is None or start + off >= len(out) or (start + off) >= self.param_end(cc, out):
@@ -1674,8 +1675,9 @@ def parse_args(argv):
     p.add_argument("--pidfile")
     p.add_argument("--verbose", action="store_true", help="log to stderr")
     p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for upstream/partial messages")
-    p.add_argument("--tamper", action="append", default=[], type=parse_tamper, metavar="CC:OFFSET:XORBYTE",
-                   help="xor a byte of the response parameter area of every response to CC (repeatable)")
+    p.add_argument("--tamper", action="append", default=[], type=parse_tamper, metavar="CC:OFFSET:XORBYTE[:N]",
+                   help="xor a byte of the response parameter area of every response to CC, or of its Nth "
+                        "only (repeatable)")
     p.add_argument("--reset-after", type=lambda s: parse_cc_count(s, "--reset-after"), metavar="CC:N",
                    help="reset the TPM and replay its PCR extends after the Nth successful response to CC")
     p.add_argument("--drop", action="append", default=[], type=lambda s: parse_cc_count(s, "--drop"),
