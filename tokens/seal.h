@@ -5,11 +5,10 @@
 #include <stdint.h>
 
 #include "secret.h"
+#include "pcr-values.h"
 #include "token.h"
 #include "tpm.h"
 #include "verify.h"
-
-#define TG_PCR_COUNT 24
 
 /*
  * How many times an Unseal answered TPM_RC_PCR_CHANGED (a PCR extended by another process
@@ -21,14 +20,6 @@
  */
 #define TG_PCR_RACE_TRIES 3
 
-/* PCR values for a policy: either read from the TPM or given by the user. */
-typedef struct tg_pcr_values {
-        uint16_t bank;                /* TPM2_ALG_* */
-        uint32_t mask;                /* which PCRs */
-        uint32_t given_mask;          /* which of them carry explicit values below */
-        uint8_t value[TG_PCR_COUNT][64];
-        uint16_t value_size;          /* digest size of bank */
-} tg_pcr_values;
 
 typedef struct tg_seal_params {
         uint16_t pcr_bank;
@@ -104,15 +95,6 @@ int tg_unseal_prepared(tg_verified_tpm *v, const tg_token *token, const tg_secre
 int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
                      tg_secret **ret_secret);
 
-/* Reads the selected PCRs over the verified session (audit HMAC: integrity-protected). */
-int tg_vtpm_pcr_read(tg_verified_tpm *v, uint16_t bank, uint32_t mask, tg_pcr_values *ret);
-
-/* -TG_ERR_INVALID, naming the PCR, when a PCR of mask is still at its reset value (all 0x00 or all 0xff). */
-int tg_pcr_values_check_extended(const tg_pcr_values *values, uint32_t mask);
-
-/* PolicyPCR's pcrDigest: SHA-256 over the selected PCR values in index order. */
-int tg_pcr_values_digest(const tg_pcr_values *values, TPM2B_DIGEST *ret);
-
 /* Whether the token's PCR policy holds for the current PCR values (read over
  * the audited session), without unsealing anything; for a grace view, whether
  * the TPM's resetCount is within its bound and its restartCount 0. */
@@ -138,5 +120,3 @@ int tg_vtpm_counters(tg_verified_tpm *v, tg_tpm_counters *ret);
         "hibernate, suspect that something sent that Shutdown."
 
 
-/* Parses "7=sha256:HEX" into values (bank must match; length must be the bank's digest size). */
-int tg_pcr_value_parse(const char *s, tg_pcr_values *values);
