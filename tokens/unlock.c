@@ -10,6 +10,7 @@
 #include "da.h"
 #include "error.h"
 #include "log.h"
+#include "pin-cache.h"
 #include "seal.h"
 #include "token.h"
 #include "unlock.h"
@@ -406,6 +407,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         tg_token token, seal;
         tg_alt_kind kind = 0;
         tg_tpm_counters counters = {};
+        _cleanup_close_ int pin_lock = -1;
+        bool pin_from_systemd = false;
         int r;
 
         r = tg_token_from_string(token_json, &token);
@@ -428,6 +431,22 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         /* The PIN-less call's work for this token, when this process made it (prepare_unlock()). */
         prepared = token.pin ? prepared_take(attempts, token_json) : NULL;
         tg_unlock_prepared_release(attempts);
+        if (token.pin && tg_pin_cache_applies()) {
+                /*
+                 * Issue 32 §2: systemd-cryptsetup hands every volume the PINs it cached, typos
+                 * included. The tries of all volumes take turns (the lock, held until this
+                 * unseal's refusal is recorded), and a PIN the TPM refused a moment ago for
+                 * another volume, not typed again since, is not sent again: one wrong PIN, one
+                 * dictionary-attack try (tokens/pin-cache.c).
+                 */
+                pin_from_systemd = true;
+                pin_lock = tg_pin_cache_lock(config->cache_dir);
+                if (tg_pin_cache_refused_before(pin)) {
+                        log_notice("Not trying this PIN: the TPM refused it a moment ago for another volume, "
+                                   "and it was not typed again since (no dictionary-attack try spent).");
+                        return -TG_ERR_PIN_RETRY;
+                }
+        }
         seal = token;
         if (prepared) {
                 v = TAKE_PTR(prepared->v);
@@ -492,6 +511,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         if (r == -TG_ERR_BAD_PIN) {
                 unsigned spendable = 1;
 
+                if (pin_from_systemd)
+                        tg_pin_cache_refused(pin);
                 if (wrong)
                         (*wrong)++;
                 if (da_known && tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0) {
