@@ -70,31 +70,18 @@ static long keyctl3(int op, unsigned long a, unsigned long b, unsigned long c) {
         return syscall(SYS_keyctl, op, a, b, c, 0UL);
 }
 
-/* A user key's payload, whole, in secret memory; -errno when it cannot be read. */
-static int key_read(key_serial key, tg_secret **ret) {
-        for (int attempt = 0; attempt < 3; attempt++) {
-                _cleanup_secret_ tg_secret *buf = NULL;
-                long size, got;
-                int r;
+/* A user key's payload, whole, in secret memory; NULL when it cannot be read. */
+static tg_secret *key_read(key_serial key) {
+        _cleanup_secret_ tg_secret *buf = NULL;
+        long got;
 
-                size = keyctl3(KEYCTL_READ, (unsigned long) key, 0, 0);
-                if (size < 0)
-                        return -errno;
-                if (size > CACHE_MAX_SIZE)
-                        return -E2BIG;
-                r = tg_secret_new(size > 0 ? (size_t) size : 1, &buf);
-                if (r < 0)
-                        return -ENOMEM;
-                got = keyctl3(KEYCTL_READ, (unsigned long) key, (unsigned long) buf->data, buf->capacity);
-                if (got < 0)
-                        return -errno;
-                if ((size_t) got > buf->capacity)
-                        continue;   /* it grew meanwhile */
-                buf->size = (size_t) got;
-                *ret = TAKE_PTR(buf);
-                return 0;
-        }
-        return -EAGAIN;
+        if (key < 0 || tg_secret_new(CACHE_MAX_SIZE, &buf) < 0 || !buf)
+                return NULL;
+        got = keyctl3(KEYCTL_READ, (unsigned long) key, (unsigned long) buf->data, buf->size);
+        if (got < 0 || (size_t) got > buf->size)
+                return NULL;
+        buf->size = (size_t) got;
+        return TAKE_PTR(buf);
 }
 
 /* Does the NUL-separated list hold exactly pin as one of its entries? */
@@ -204,25 +191,21 @@ int tg_pin_cache_lock(const char *cache_dir) {
                         break;
                 (void) nanosleep(&(struct timespec) { .tv_nsec = 20 * 1000 * 1000 }, NULL);
         }
-        log_debug("No lock on %s: PIN tries are not serialised with other volumes.", path);
         close(fd);
         return -1;
 }
 
 bool tg_pin_cache_refused_before(const tg_secret *pin) {
         _cleanup_secret_ tg_secret *record = NULL, *list = NULL;
-        key_serial key, cache;
 
         if (!pin || pin->size == 0)
                 return false;
-        key = key_request(TG_PIN_REFUSED_KEY);
-        if (key < 0 || key_read(key, &record) < 0 || !record_has(record, pin))
+        record = key_read(key_request(TG_PIN_REFUSED_KEY));
+        if (!record || !record_has(record, pin))
                 return false;
         /* Refused before. Typed again since? Then systemd has pushed it to its cache again. */
-        cache = key_request(TG_PIN_CACHE_KEY);
-        if (cache >= 0 && key_read(cache, &list) >= 0 && list_has(list, pin))
-                return false;
-        return true;
+        list = key_read(key_request(TG_PIN_CACHE_KEY));
+        return !(list && list_has(list, pin));
 }
 
 /* Adds pin's digest to the record in keyring (a new record with a fresh salt when there is none). */
@@ -232,7 +215,8 @@ static void record_add(const tg_secret *pin, key_serial keyring) {
         size_t keep = 0;
 
         key = key_request(TG_PIN_REFUSED_KEY);
-        if (key >= 0 && key_read(key, &old) >= 0 && record_valid(old)) {
+        old = key_read(key);
+        if (old && record_valid(old)) {
                 if (record_has(old, pin))
                         return;
                 keep = (old->size - REFUSED_SALT_SIZE) / REFUSED_DIGEST_SIZE;
@@ -270,7 +254,8 @@ void tg_pin_cache_refused(const tg_secret *pin) {
         if (!pin || pin->size == 0)
                 return;
         cache = key_request(TG_PIN_CACHE_KEY);
-        if (cache < 0 || key_read(cache, &list) < 0 || list_without(list, pin, &rest, &removed) < 0 || !removed)
+        list = key_read(cache);
+        if (!list || list_without(list, pin, &rest, &removed) < 0 || !removed)
                 return;   /* not from systemd's cache: nobody else will be handed it */
         /* The record lives where systemd keeps its cache: root's user keyring, shared by its volumes. */
         keyring = keyctl3(KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, (unsigned long) "user",

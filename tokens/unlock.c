@@ -441,6 +441,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                  */
                 pin_from_systemd = true;
                 pin_lock = tg_pin_cache_lock(config->cache_dir);
+                if (pin_lock < 0)
+                        log_debug("No lock in %s: this PIN try does not wait for other volumes'.", config->cache_dir);
                 if (tg_pin_cache_refused_before(pin)) {
                         log_notice("Not trying this PIN: the TPM refused it a moment ago for another volume, "
                                    "and it was not typed again since (no dictionary-attack try spent).");
