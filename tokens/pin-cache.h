@@ -20,22 +20,21 @@
 bool tg_pin_cache_applies(void);
 
 /*
- * Serialises the TPM's PIN tries across volumes (a lock file in cache_dir), bounded to a few
- * seconds: returns the locked fd, or -1 when no lock could be had (then the tries just run
- * unserialised, as before).
+ * The volumes' turn for a PIN-bearing unseal (a lock file in cache_dir), waited for at most 15 s:
+ * returns the locked fd, or -1 when no lock could be had (then the unseal runs without its turn).
  */
 int tg_pin_cache_lock(const char *cache_dir);
 
 /*
  * Whether pin is a stale copy of a PIN the TPM refused a moment ago for another volume: recorded
- * by tg_pin_cache_refused() and no longer in systemd's cache (a PIN typed again is pushed to the
- * cache again before the plugin sees it, so it is tried).
+ * by another process's tg_pin_cache_refused() and no longer in systemd's cache (a PIN typed again
+ * is pushed to the cache again before the plugin sees it, so it is tried).
  */
 bool tg_pin_cache_refused_before(const tg_secret *pin);
 
 /*
  * The TPM refused pin. Where it came from systemd's cache: takes it out of the cache, so that no
- * later volume tries it, and records its salted digest for the copies read before. A PIN that is
- * not in the cache (typed to cryptsetup, $PIN) changes nothing.
+ * volume that reads the cache later tries it, and records its tag for the copies read before. A
+ * PIN that is not in the cache (typed to cryptsetup, $PIN) changes nothing.
  */
 void tg_pin_cache_refused(const tg_secret *pin);

@@ -178,6 +178,14 @@ int tg_pin_derive_v2(const tg_secret *pin, const uint8_t *salt, size_t salt_size
         return 0;
 }
 
+int tg_pin_tag(const tg_secret *pin, const uint8_t *salt, size_t salt_size, tg_secret **ret) {
+        static const tg_argon2_params floor = {
+                .time_cost = TG_ARGON2_TIME_MIN, .memory_kib = TG_ARGON2_MEMORY_MIN, .parallel = TG_ARGON2_PARALLEL_MIN,
+        };
+
+        return argon2id(pin, salt, salt_size, &floor, ret);
+}
+
 static uint64_t now_usec(void) {
         struct timespec ts;
 

@@ -62,6 +62,12 @@ int tg_pin_derive_v2(const tg_secret *pin, const uint8_t *salt, size_t salt_size
                      size_t mask_size, tg_secret **ret_auth, tg_secret **ret_mask);
 
 /*
+ * A PIN's tag for tokens/pin-cache.c: Argon2id(pin, salt) at the parser's floor (one pass, 32 MiB,
+ * one lane), 32 bytes. A guess at the PIN from a tag costs what one pass of a token's KDF costs.
+ */
+int tg_pin_tag(const tg_secret *pin, const uint8_t *salt, size_t salt_size, tg_secret **ret);
+
+/*
  * The time cost for memory_kib and parallel that takes about target_ms here
  * (as cryptsetup benchmarks its PBKDFs): at least TG_ARGON2_TIME_MIN, at most
  * TG_ARGON2_TIME_MAX. ret_ms: the measured time of one Argon2id at that cost.

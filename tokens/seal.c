@@ -915,13 +915,25 @@ static int unseal_end(tg_verified_tpm *v, const tg_token *token, const tg_secret
         return r;
 }
 
+static int gate_pass(const tg_unseal_gate *gate) {
+        return gate && gate->before_unseal ? gate->before_unseal(gate->userdata) : 0;
+}
+
 int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret) {
+        return tg_unseal_gated(v, token, pin, NULL, ret_secret);
+}
+
+int tg_unseal_gated(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, const tg_unseal_gate *gate,
+                    tg_secret **ret_secret) {
         _cleanup_handle_ tg_handle object = TG_HANDLE_NULL, policy = TG_HANDLE_NULL;
         _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
         int r;
 
         /* Argon2id before any command: a PIN-less call fails here, having sent nothing. */
         r = token_auth(token, pin, &auth, &mask);
+        if (r < 0)
+                return r;
+        r = gate_pass(gate);
         if (r < 0)
                 return r;
         r = unseal_begin(v, token, &object, &policy);
@@ -1000,13 +1012,15 @@ int tg_unseal_prepare(tg_verified_tpm *v, const tg_token *token, bool *ret_satis
         return 0;
 }
 
-int tg_unseal_prepared(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
-                       tg_handle *policy, tg_secret **ret_secret) {
+int tg_unseal_prepared(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, const tg_unseal_gate *gate,
+                       tg_handle *object, tg_handle *policy, tg_secret **ret_secret) {
         _cleanup_secret_ tg_secret *auth = NULL, *mask = NULL;
         int r;
 
         /* The PIN's Argon2id: CPU time after the PIN, but no TPM command. */
         r = token_auth(token, pin, &auth, &mask);
+        if (r >= 0)
+                r = gate_pass(gate);
         if (r < 0) {
                 tg_handle_release(object);
                 tg_handle_release(policy);

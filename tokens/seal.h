@@ -76,6 +76,21 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
 int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret);
 
 /*
+ * Called after the PIN's KDF and before the PIN-bearing Unseal, once per unseal: a negative return
+ * stops the unseal there, having sent nothing for the PIN, and is returned (the plugin's turn among
+ * volumes and its check of systemd's PIN cache, tokens/pin-cache.c: the KDF's second of CPU stays
+ * outside the turn).
+ */
+typedef struct tg_unseal_gate {
+        int (*before_unseal)(void *userdata);
+        void *userdata;
+} tg_unseal_gate;
+
+/* tg_unseal() with a gate (NULL: none). */
+int tg_unseal_gated(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, const tg_unseal_gate *gate,
+                    tg_secret **ret_secret);
+
+/*
  * tg_unseal() in two halves, for the token plugin's two calls (issue 33; docs/design.md §2.4, "Work
  * before the PIN"): tg_unseal_prepare() does everything that needs no PIN value (the sealed
  * object's Load, the salted policy session started and proven, the token's policy run in it,
@@ -88,8 +103,8 @@ int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, t
  */
 int tg_unseal_prepare(tg_verified_tpm *v, const tg_token *token, bool *ret_satisfied, tg_handle *ret_object,
                       tg_handle *ret_policy);
-int tg_unseal_prepared(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,
-                       tg_handle *policy, tg_secret **ret_secret);
+int tg_unseal_prepared(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, const tg_unseal_gate *gate,
+                       tg_handle *object, tg_handle *policy, tg_secret **ret_secret);
 
 /* tg_unseal() of the object tg_seal_loaded() left loaded (released here, on every path). */
 int tg_unseal_loaded(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_handle *object,

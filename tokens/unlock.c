@@ -394,6 +394,41 @@ static int prepare_unlock(struct crypt_device *cd, const tg_config *config, cons
         return -TG_ERR_PIN_NEEDED;
 }
 
+/*
+ * Issue 32 §2: systemd-cryptsetup hands every volume the PINs it cached, typos included. The
+ * PIN-bearing unseals of all volumes take turns (the lock, taken after the PIN's KDF and held until
+ * this unseal's refusal is recorded), and a PIN the TPM refused a moment ago for another volume,
+ * not typed again since, is not sent again: one wrong PIN, one dictionary-attack try
+ * (tokens/pin-cache.c). Only under systemd-cryptsetup (turn.pin set).
+ */
+typedef struct pin_turn {
+        const char *cache_dir;
+        const tg_secret *pin;   /* NULL: no turn to take */
+        int lock;
+} pin_turn;
+
+static int pin_turn_take(void *userdata) {
+        pin_turn *t = userdata;
+
+        if (!t->pin)
+                return 0;
+        t->lock = tg_pin_cache_lock(t->cache_dir);
+        if (t->lock < 0)
+                log_notice("This volume's PIN try does not wait for other volumes' (no lock in %s): a wrong PIN "
+                           "may cost one dictionary-attack try per volume.", t->cache_dir);
+        if (tg_pin_cache_refused_before(t->pin))
+                return log_notice_rc(-TG_ERR_PIN_RETRY, "Not trying this PIN: the TPM refused it a moment ago for "
+                                     "another volume (no dictionary-attack try spent). If it is this volume's PIN, "
+                                     "type it again.");
+        return 0;
+}
+
+static void pin_turn_end(pin_turn *t) {
+        if (t->lock >= 0)
+                (void) close(t->lock);
+        t->lock = -1;
+}
+
 int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const tg_secret *pin,
                          tg_pin_attempts *attempts, tg_secret **ret_passphrase) {
         _cleanup_config_ tg_config *config = NULL;
@@ -407,8 +442,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         tg_token token, seal;
         tg_alt_kind kind = 0;
         tg_tpm_counters counters = {};
-        _cleanup_close_ int pin_lock = -1;
-        bool pin_from_systemd = false;
+        _cleanup_(pin_turn_end) pin_turn turn = { .lock = -1 };
+        tg_unseal_gate gate = { pin_turn_take, &turn };
         int r;
 
         r = tg_token_from_string(token_json, &token);
@@ -431,24 +466,6 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         /* The PIN-less call's work for this token, when this process made it (prepare_unlock()). */
         prepared = token.pin ? prepared_take(attempts, token_json) : NULL;
         tg_unlock_prepared_release(attempts);
-        if (token.pin && tg_pin_cache_applies()) {
-                /*
-                 * Issue 32 §2: systemd-cryptsetup hands every volume the PINs it cached, typos
-                 * included. The tries of all volumes take turns (the lock, held until this
-                 * unseal's refusal is recorded), and a PIN the TPM refused a moment ago for
-                 * another volume, not typed again since, is not sent again: one wrong PIN, one
-                 * dictionary-attack try (tokens/pin-cache.c).
-                 */
-                pin_from_systemd = true;
-                pin_lock = tg_pin_cache_lock(config->cache_dir);
-                if (pin_lock < 0)
-                        log_debug("No lock in %s: this PIN try does not wait for other volumes'.", config->cache_dir);
-                if (tg_pin_cache_refused_before(pin)) {
-                        log_notice("Not trying this PIN: the TPM refused it a moment ago for another volume, "
-                                   "and it was not typed again since (no dictionary-attack try spent).");
-                        return -TG_ERR_PIN_RETRY;
-                }
-        }
         seal = token;
         if (prepared) {
                 v = TAKE_PTR(prepared->v);
@@ -508,12 +525,17 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                                             config->pin_da_reserve, config->path, da.recovery_seconds);
         }
 
-        r = prepared ? tg_unseal_prepared(v, &token, pin, &object, &policy, &secret) : tg_unseal(v, &seal, pin, &secret);
+        if (token.pin && tg_pin_cache_applies()) {
+                turn.cache_dir = config->cache_dir;
+                turn.pin = pin;
+        }
+        r = prepared ? tg_unseal_prepared(v, &token, pin, &gate, &object, &policy, &secret) :
+                       tg_unseal_gated(v, &seal, pin, &gate, &secret);
         explicit_bzero(&seal, sizeof seal);
         if (r == -TG_ERR_BAD_PIN) {
                 unsigned spendable = 1;
 
-                if (pin_from_systemd)
+                if (turn.pin)
                         tg_pin_cache_refused(pin);
                 if (wrong)
                         (*wrong)++;

@@ -305,7 +305,7 @@ static int tgr_scenario(char scenario, const char *record_dir) {
                         tg_handle_release(&policy);
                         return -TG_ERR_PCR_MISMATCH;
                 }
-                r = tg_unseal_prepared(v, &token, pin, &object, &policy, &out);
+                r = tg_unseal_prepared(v, &token, pin, NULL, &object, &policy, &out);
                 if (r < 0)
                         return r;
                 tgr_check_secret(out);

@@ -19,6 +19,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "pin-cache.h"
@@ -48,6 +49,36 @@ static tg_secret *pin_of(const char *text) {
         return s;
 }
 
+/* The TPM refused pin for another volume: another systemd-cryptsetup process, sharing the keyring. */
+static void refused_elsewhere(const tg_secret *pin) {
+        pid_t child = fork();
+        int status = 0;
+
+        assert_true(child >= 0);
+        if (child == 0) {
+                tg_pin_cache_refused(pin);
+                _exit(0);
+        }
+        assert_int_equal(waitpid(child, &status, 0), child);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+/* The timeout column of /proc/keys for the key: "perm" when it has none. */
+static void key_timeout(const char *description, char *out, size_t size) {
+        char line[512], hex[16];
+        FILE *f = fopen("/proc/keys", "re");
+        long key = find_key(description);
+
+        snprintf(out, size, "absent");
+        assert_true(key >= 0);
+        snprintf(hex, sizeof hex, "%08lx ", key);
+        assert_non_null(f);
+        while (fgets(line, sizeof line, f))
+                if (strncmp(line, hex, strlen(hex)) == 0)
+                        assert_int_equal(sscanf(line, "%*s %*s %*s %15s", out), 1);
+        fclose(f);
+}
+
 /* A fresh, empty session keyring for each test: no key of one test reaches the next. */
 static int setup(void **state) {
         (void) state;
@@ -62,16 +93,21 @@ static int setup(void **state) {
 
 static void test_typo_leaves_cache(void **state) {
         _cleanup_secret_ tg_secret *typo = pin_of("9999"), *right = pin_of("1234");
+        char timeout[16];
 
         (void) state;
         REQUIRE_KEYRING();
         /* The user typed 9999 at the first volume's prompt: systemd cached it, the TPM refused it. */
         assert_true(add_session_key(TG_PIN_CACHE_KEY, "9999", 5) >= 0);
         assert_false(tg_pin_cache_refused_before(typo));
-        tg_pin_cache_refused(typo);
-        /* It was the only PIN: the cache is gone, the refusal recorded. */
+        refused_elsewhere(typo);
+        /* It was the only PIN: the cache is gone (unlinked: "no key", which systemd takes for an empty
+         * cache, not "revoked", which it takes for an error), the refusal recorded, with a lifetime. */
         assert_true(find_key(TG_PIN_CACHE_KEY) < 0);
+        assert_int_equal(errno, ENOKEY);
         assert_true(find_key(TG_PIN_REFUSED_KEY) >= 0);
+        key_timeout(TG_PIN_REFUSED_KEY, timeout, sizeof timeout);
+        assert_string_not_equal(timeout, "perm");
         /* A second volume's systemd-cryptsetup that read the list before: its copy is stale. */
         assert_true(tg_pin_cache_refused_before(typo));
         assert_false(tg_pin_cache_refused_before(right));
@@ -83,16 +119,20 @@ static void test_typo_leaves_cache(void **state) {
 
 static void test_other_pins_stay(void **state) {
         _cleanup_secret_ tg_secret *typo = pin_of("9999");
-        char buf[64];
+        char buf[64], timeout[16];
         long n;
 
         (void) state;
         REQUIRE_KEYRING();
         assert_true(add_session_key(TG_PIN_CACHE_KEY, "1234\0" "9999\0" "5678", 14) >= 0);
+        assert_int_equal(syscall(SYS_keyctl, KEYCTL_SET_TIMEOUT, find_key(TG_PIN_CACHE_KEY), 150, 0, 0), 0);
         tg_pin_cache_refused(typo);
         n = read_key(TG_PIN_CACHE_KEY, buf, sizeof buf);
         assert_int_equal(n, 10);
         assert_memory_equal(buf, "1234\0" "5678\0", 10);
+        /* Rewritten, the cache keeps a lifetime (the kernel's update alone would make it permanent). */
+        key_timeout(TG_PIN_CACHE_KEY, timeout, sizeof timeout);
+        assert_string_not_equal(timeout, "perm");
 }
 
 static void test_typed_again_is_tried(void **state) {
@@ -102,13 +142,13 @@ static void test_typed_again_is_tried(void **state) {
         REQUIRE_KEYRING();
         /* Volume 1's PIN 4321 is volume 2's; typed at volume 1's prompt, refused there. */
         assert_true(add_session_key(TG_PIN_CACHE_KEY, "4321", 4) >= 0);
-        tg_pin_cache_refused(pin);
+        refused_elsewhere(pin);
         assert_true(tg_pin_cache_refused_before(pin));
         /* Typed again at volume 2's prompt: systemd pushes it to its cache first, so it is tried. */
         assert_true(add_session_key(TG_PIN_CACHE_KEY, "1234\0" "4321\0", 10) >= 0);
         assert_false(tg_pin_cache_refused_before(pin));
-        /* Refused again (it was wrong after all): out again, still recorded once. */
-        tg_pin_cache_refused(pin);
+        /* Refused again (it was wrong after all): out again, recorded again. */
+        refused_elsewhere(pin);
         assert_true(tg_pin_cache_refused_before(pin));
 }
 
@@ -143,20 +183,37 @@ static void test_record_bounded_and_hostile(void **state) {
                 pins[i] = pin_of(text);
                 assert_false(tg_pin_cache_refused_before(pins[i]));
                 assert_true(add_session_key(TG_PIN_CACHE_KEY, text, strlen(text)) >= 0);
-                tg_pin_cache_refused(pins[i]);
+                refused_elsewhere(pins[i]);
                 assert_true(tg_pin_cache_refused_before(pins[i]));
         }
-        /* At most 16 digests after the salt: the oldest went first. */
+        /* At most 16 entries (process ID, tag) after the salt: the oldest went first. */
         n = read_key(TG_PIN_REFUSED_KEY, buf, sizeof buf);
-        assert_int_equal(n, 16 + 16 * 32);
+        assert_int_equal(n, 16 + 16 * 36);
         assert_false(tg_pin_cache_refused_before(pins[0]));
         assert_false(tg_pin_cache_refused_before(pins[3]));
         assert_true(tg_pin_cache_refused_before(pins[4]));
         assert_true(tg_pin_cache_refused_before(pins[19]));
+        /* Rewritten twenty times, the record keeps a lifetime. */
+        key_timeout(TG_PIN_REFUSED_KEY, text, sizeof text);
+        assert_string_not_equal(text, "perm");
         /* No PIN in the record, not even as a substring. */
         assert_null(memmem(buf, (size_t) n, "100019", 6));
         for (size_t i = 0; i < 20; i++)
                 tg_secret_free(pins[i]);
+}
+
+static void test_same_process_refusal_not_held(void **state) {
+        _cleanup_secret_ tg_secret *pin = pin_of("2468");
+
+        (void) state;
+        REQUIRE_KEYRING();
+        /* Two tokens on one volume, with different PINs: libcryptsetup hands the PIN to each in one
+         * process. Token 0 refuses it and takes it out of the cache; token 1 must still try it. */
+        assert_true(add_session_key(TG_PIN_CACHE_KEY, "2468", 4) >= 0);
+        tg_pin_cache_refused(pin);
+        assert_true(find_key(TG_PIN_CACHE_KEY) < 0);
+        assert_true(find_key(TG_PIN_REFUSED_KEY) >= 0);
+        assert_false(tg_pin_cache_refused_before(pin));
 }
 
 static void test_lock_private_and_exclusive(void **state) {
@@ -197,6 +254,7 @@ int main(void) {
                 cmocka_unit_test_setup(test_typed_again_is_tried, setup),
                 cmocka_unit_test_setup(test_not_from_cache_changes_nothing, setup),
                 cmocka_unit_test_setup(test_record_bounded_and_hostile, setup),
+                cmocka_unit_test_setup(test_same_process_refusal_not_held, setup),
                 cmocka_unit_test(test_lock_private_and_exclusive),
                 cmocka_unit_test(test_applies_only_to_systemd_cryptsetup),
         };
