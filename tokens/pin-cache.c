@@ -14,8 +14,9 @@
  *     systemd-cryptsetup may already hold a copy of the list read before the PIN was taken out
  *     (one answer at the console can serve two pending prompts). A PIN that another process
  *     recorded and that is no longer in the cache is such a stale copy, and is not sent;
- *   - the volumes' PIN-bearing unseals take turns (a lock in cache_dir, taken after the PIN's
- *     KDF), so that the second volume sees the first one's refusal before it sends the same PIN.
+ *   - the volumes' PIN-bearing Unseals take turns (a lock in cache_dir, taken right before the
+ *     Unseal, after the PIN's KDF), so that the second volume sees the first one's refusal before
+ *     it sends the same PIN.
  * What this cannot know is whether a PIN wrong for one token is right for another: it assumes, as
  * the one-PIN-for-several-volumes design does, that the volumes share the PIN, and bounds the cost
  * when they do not. A PIN typed again is pushed to the cache by systemd before the plugin sees
@@ -25,7 +26,7 @@
  *
  * Threat model. The keyring is root's and already holds systemd's plaintext PINs; the tag is an
  * Argon2id of the refused PIN (one pass at 32 MiB under a random salt, tg_pin_tag()): a guess
- * costs what a pass of a token's own KDF costs, and the tag replaces a plaintext wrong PIN. A
+ * costs about a 25th of a guess at a token's defaults, and the tag replaces a plaintext wrong PIN. A
  * local attacker who can write root's keyring can make us skip a PIN (as deleting systemd's cache
  * would) or try one (the TPM decides, and counts it): nothing here can open a volume. Both keys
  * get their 150 s timeout again after every rewrite (the kernel's KEYCTL_UPDATE clears it).

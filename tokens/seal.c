@@ -933,10 +933,11 @@ int tg_unseal_gated(tg_verified_tpm *v, const tg_token *token, const tg_secret *
         r = token_auth(token, pin, &auth, &mask);
         if (r < 0)
                 return r;
-        r = gate_pass(gate);
+        r = unseal_begin(v, token, &object, &policy);
         if (r < 0)
                 return r;
-        r = unseal_begin(v, token, &object, &policy);
+        /* The gate right before the Unseal: a turn among volumes covers the PIN-bearing command only. */
+        r = gate_pass(gate);
         if (r < 0)
                 return r;
         return unseal_end(v, token, auth, mask, &object, &policy, ret_secret);

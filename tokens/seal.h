@@ -76,10 +76,10 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
 int tg_unseal(tg_verified_tpm *v, const tg_token *token, const tg_secret *pin, tg_secret **ret_secret);
 
 /*
- * Called after the PIN's KDF and before the PIN-bearing Unseal, once per unseal: a negative return
- * stops the unseal there, having sent nothing for the PIN, and is returned (the plugin's turn among
- * volumes and its check of systemd's PIN cache, tokens/pin-cache.c: the KDF's second of CPU stays
- * outside the turn).
+ * Called right before the PIN-bearing Unseal (after the PIN's KDF and the object's and policy
+ * session's work), once per unseal: a negative return stops the unseal there, having sent nothing
+ * for the PIN, and is returned (the plugin's turn among volumes and its check of systemd's PIN
+ * cache, tokens/pin-cache.c: the KDF's second of CPU stays outside the turn).
  */
 typedef struct tg_unseal_gate {
         int (*before_unseal)(void *userdata);

@@ -68,8 +68,8 @@ static tg_unlock_prepared *prepared_take(tg_pin_attempts *attempts, const char *
         return NULL;
 }
 
-/* The counter of wrong PINs for this token JSON; NULL when the table is full or on error. */
-static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json) {
+/* This token JSON's slot (its wrong PINs); NULL when the table is full or on error. */
+static tg_pin_attempt_slot *attempts_slot(tg_pin_attempts *attempts, const char *token_json) {
         uint8_t digest[32];
 
         if (!attempts)
@@ -78,13 +78,12 @@ static unsigned *attempts_slot(tg_pin_attempts *attempts, const char *token_json
                 return NULL;
         for (size_t i = 0; i < TG_PIN_ATTEMPTS_SLOTS; i++)
                 if (attempts->slot[i].used && memcmp(attempts->slot[i].token_digest, digest, sizeof digest) == 0)
-                        return &attempts->slot[i].wrong;
+                        return &attempts->slot[i];
         for (size_t i = 0; i < TG_PIN_ATTEMPTS_SLOTS; i++)
                 if (!attempts->slot[i].used) {
-                        attempts->slot[i].used = true;
+                        attempts->slot[i] = (tg_pin_attempt_slot) { .used = true };
                         memcpy(attempts->slot[i].token_digest, digest, sizeof digest);
-                        attempts->slot[i].wrong = 0;
-                        return &attempts->slot[i].wrong;
+                        return &attempts->slot[i];
                 }
         return NULL;
 }
@@ -404,6 +403,7 @@ static int prepare_unlock(struct crypt_device *cd, const tg_config *config, cons
 typedef struct pin_turn {
         const char *cache_dir;
         const tg_secret *pin;   /* NULL: no turn to take */
+        bool *skipped;          /* this token's: a stale copy was not sent once already (NULL: never skip) */
         int lock;
 } pin_turn;
 
@@ -416,10 +416,17 @@ static int pin_turn_take(void *userdata) {
         if (t->lock < 0)
                 log_notice("This volume's PIN try does not wait for other volumes' (no lock in %s): a wrong PIN "
                            "may cost one dictionary-attack try per volume.", t->cache_dir);
-        if (tg_pin_cache_refused_before(t->pin))
+        /*
+         * Once per token and process: a PIN that reaches us again and again without passing through
+         * systemd's cache (systemd's credential cryptsetup.luks2-pin, read at each pass of its loop)
+         * is tried the second time rather than skipped until the record expires.
+         */
+        if (t->skipped && !*t->skipped && tg_pin_cache_refused_before(t->pin)) {
+                *t->skipped = true;
                 return log_notice_rc(-TG_ERR_PIN_RETRY, "Not trying this PIN: the TPM refused it a moment ago for "
                                      "another volume (no dictionary-attack try spent). If it is this volume's PIN, "
                                      "type it again.");
+        }
         return 0;
 }
 
@@ -438,6 +445,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         _cleanup_free_ tg_unlock_prepared *prepared = NULL;
         tg_da_state da;
         bool da_known = false;
+        tg_pin_attempt_slot *slot;
         unsigned *wrong;
         tg_token token, seal;
         tg_alt_kind kind = 0;
@@ -453,7 +461,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 tg_unlock_prepared_release(attempts);
                 return r;
         }
-        wrong = token.pin ? attempts_slot(attempts, token_json) : NULL;
+        slot = token.pin ? attempts_slot(attempts, token_json) : NULL;
+        wrong = slot ? &slot->wrong : NULL;
         if (wrong && *wrong >= config->pin_tries) {
                 /* systemd-cryptsetup would ask forever on -ENOANO: the budget ends here. */
                 tg_unlock_prepared_release(attempts);
@@ -528,6 +537,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         if (token.pin && tg_pin_cache_applies()) {
                 turn.cache_dir = config->cache_dir;
                 turn.pin = pin;
+                turn.skipped = slot ? &slot->stale_skipped : NULL;
         }
         r = prepared ? tg_unseal_prepared(v, &token, pin, &gate, &object, &policy, &secret) :
                        tg_unseal_gated(v, &seal, pin, &gate, &secret);
@@ -556,6 +566,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                           config->pin_tries);
                 return -TG_ERR_PIN_RETRY;
         }
+        if (r == -TG_ERR_PIN_RETRY)
+                return r;   /* a stale copy not sent (pin_turn_take()): the TPM saw nothing */
         if (r < 0) {
                 /* Lockout, or anything else the DA state may have to do with: read it live next time. */
                 if (token.pin)

@@ -19,12 +19,15 @@
  */
 #define TG_PIN_ATTEMPTS_SLOTS 8
 typedef struct tg_unlock_prepared tg_unlock_prepared;
+typedef struct tg_pin_attempt_slot {
+        uint8_t token_digest[32];
+        unsigned wrong;
+        bool stale_skipped;   /* a PIN was not sent once as another volume's refused copy (tokens/pin-cache.h) */
+        bool used;
+} tg_pin_attempt_slot;
+
 typedef struct tg_pin_attempts {
-        struct {
-                uint8_t token_digest[32];
-                unsigned wrong;
-                bool used;
-        } slot[TG_PIN_ATTEMPTS_SLOTS];
+        tg_pin_attempt_slot slot[TG_PIN_ATTEMPTS_SLOTS];
         /*
          * The PIN-less call's work for the PIN call (issue 33; docs/design.md §2.4, "Work before the
          * PIN"): the verified TPM's connection, the loaded sealed object and the policy session with
