@@ -227,6 +227,16 @@ const char *tg_write_error_next_step(int errnum) {
         }
 }
 
+int tg_private_dir_check(const char *dir) {
+        struct stat st;
+
+        if (lstat(dir, &st) < 0)
+                return -TG_ERR_NOT_FOUND;
+        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+                return -TG_ERR_INVALID;
+        return 0;
+}
+
 int tg_asprintf(char **ret, const char *format, ...) {
         va_list ap;
         int n;

@@ -24,6 +24,14 @@ int tg_check_trusted(int fd, const char *path, const char *what);
 int tg_read_trusted_file(const char *path, const char *what, size_t max_size, uint8_t **ret, size_t *ret_size);
 /* Writes data to path atomically: temporary file in the same directory, fsync, rename, fsync dir. */
 int tg_write_file_atomic(const char *path, const void *data, size_t size, unsigned mode);
+/*
+ * Whether dir is a private directory of ours (a directory, not a symlink, owned by the effective
+ * user, no group or other permission bits): 0; -TG_ERR_NOT_FOUND when it cannot be looked at,
+ * -TG_ERR_INVALID when it is something else. Stops a planted or shared directory from receiving
+ * what a root process writes or from being read as ours (the per-boot cache, the boot anchor, the
+ * splash reasons, the PIN turn's lock).
+ */
+int tg_private_dir_check(const char *dir);
 /* asprintf that leaves *ret NULL on failure and returns 0 or -TG_ERR_NOMEM. */
 int tg_asprintf(char **ret, const char *format, ...) __attribute__((format(printf, 2, 3)));
 /* Writes all of data to fd, again after EINTR and short writes: 0, or -TG_ERR_IO with errno set

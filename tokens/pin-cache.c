@@ -98,43 +98,58 @@ static tg_secret *key_read(key_serial key) {
         return TAKE_PTR(buf);
 }
 
+/*
+ * The next entry of a NUL-separated list (systemd's nulstr: each entry NUL-terminated; a last one
+ * without its NUL is taken whole) from *i on, advancing *i; false at the end. Never reads past
+ * list->size.
+ */
+static bool list_next(const tg_secret *list, size_t *i, const uint8_t **ret_entry, size_t *ret_len) {
+        const uint8_t *entry, *end;
+
+        if (*i >= list->size)
+                return false;
+        entry = list->data + *i;
+        end = memchr(entry, '\0', list->size - *i);
+        *ret_entry = entry;
+        *ret_len = end ? (size_t) (end - entry) : list->size - *i;
+        *i += *ret_len + 1;
+        return true;
+}
+
+static bool entry_is(const uint8_t *entry, size_t len, const tg_secret *pin) {
+        return len == pin->size && CRYPTO_memcmp(entry, pin->data, len) == 0;
+}
+
 /* Does the NUL-separated list hold exactly pin as one of its entries? */
 static bool list_has(const tg_secret *list, const tg_secret *pin) {
-        size_t i = 0;
+        const uint8_t *entry;
+        size_t i = 0, len;
 
-        while (i < list->size) {
-                const uint8_t *entry = list->data + i, *end = memchr(entry, '\0', list->size - i);
-                size_t len = end ? (size_t) (end - entry) : list->size - i;
-
-                if (len == pin->size && CRYPTO_memcmp(entry, pin->data, len) == 0)
+        while (list_next(list, &i, &entry, &len))
+                if (entry_is(entry, len, pin))
                         return true;
-                i += len + 1;
-        }
         return false;
 }
 
 /* The list without pin, each entry NUL-terminated as systemd writes it; sets *ret_removed. */
 static int list_without(const tg_secret *list, const tg_secret *pin, tg_secret **ret, bool *ret_removed) {
         _cleanup_secret_ tg_secret *out = NULL;
+        const uint8_t *entry;
         bool removed = false;
-        size_t i = 0, n = 0;
+        size_t i = 0, n = 0, len;
         int r;
 
         r = tg_secret_new(list->size + 1, &out);
         if (r < 0)
                 return r;
-        while (i < list->size) {
-                const uint8_t *entry = list->data + i, *end = memchr(entry, '\0', list->size - i);
-                size_t len = end ? (size_t) (end - entry) : list->size - i;
-
-                if (len == pin->size && CRYPTO_memcmp(entry, pin->data, len) == 0)
+        while (list_next(list, &i, &entry, &len)) {
+                if (entry_is(entry, len, pin))
                         removed = true;
                 else if (len > 0) {
                         memcpy(out->data + n, entry, len);
                         out->data[n + len] = '\0';
                         n += len + 1;
                 }
-                i += len + 1;
         }
         out->size = n;
         *ret = TAKE_PTR(out);
@@ -183,7 +198,6 @@ bool tg_pin_cache_applies(void) {
 
 int tg_pin_cache_lock(const char *cache_dir) {
         _cleanup_free_ char *path = NULL;
-        struct stat st;
         int fd;
 
         if (!cache_dir || tg_asprintf(&path, "%s/pin.lock", cache_dir) < 0)
@@ -191,7 +205,7 @@ int tg_pin_cache_lock(const char *cache_dir) {
         if (mkdir(cache_dir, 0700) < 0 && errno != EEXIST)
                 return -1;
         /* Only a private directory of ours: a planted one could hold the lock (bounded anyway). */
-        if (lstat(cache_dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+        if (tg_private_dir_check(cache_dir) < 0)
                 return -1;
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY, 0600);
         if (fd < 0)

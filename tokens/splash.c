@@ -44,9 +44,7 @@ void tg_splash_add(tg_splash *s, int level, const char *message) {
 
 /* The directory only the path unit makes (0700): ours and private, or nobody is listening. */
 static bool splash_dir_ok(const char *dir) {
-        struct stat st;
-
-        return lstat(dir, &st) >= 0 && S_ISDIR(st.st_mode) && st.st_uid == geteuid() && (st.st_mode & 077) == 0;
+        return tg_private_dir_check(dir) >= 0;
 }
 
 int tg_splash_write(const tg_splash *s, const char *cache_dir, const char *device) {

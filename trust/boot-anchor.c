@@ -292,7 +292,6 @@ static int counters_moved(const anchor *a, const char *path, uint32_t reset_coun
 }
 
 static int anchor_dir_path(const char *dir, char boot_id[SD_ID128_STRING_MAX], char **ret_path) {
-        struct stat st;
         sd_id128_t id;
         int r;
 
@@ -303,7 +302,7 @@ static int anchor_dir_path(const char *dir, char boot_id[SD_ID128_STRING_MAX], c
 
         if (mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return anchor_warning_rc(-TG_ERR_IO, "Cannot create %s for the boot anchor: %m", dir);
-        if (lstat(dir, &st) < 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
+        if (tg_private_dir_check(dir) < 0)
                 return anchor_warning_rc(-TG_ERR_INVALID,
                                       "%s is not a private directory of ours: no boot anchor. Make it root-only (0700).",
                                       dir);

@@ -16,14 +16,15 @@
 
 /* The cache directory must be ours and private, else it is neither read nor written. */
 static int vcache_dir_ok(const char *dir, bool create) {
-        struct stat st;
+        int r;
 
         if (create && mkdir(dir, 0700) < 0 && errno != EEXIST)
                 return log_debug_rc(-TG_ERR_IO, "Cannot create %s: %m", dir);
-        if (lstat(dir, &st) < 0)
-                return log_debug_rc(-TG_ERR_NOT_FOUND, "No cache directory %s.", dir);
-        if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077) != 0)
-                return log_debug_rc(-TG_ERR_INVALID, "%s is not a private directory of ours; not using the cache.", dir);
+        r = tg_private_dir_check(dir);
+        if (r == -TG_ERR_NOT_FOUND)
+                return log_debug_rc(r, "No cache directory %s.", dir);
+        if (r < 0)
+                return log_debug_rc(r, "%s is not a private directory of ours; not using the cache.", dir);
         return 0;
 }
 
