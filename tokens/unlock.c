@@ -415,7 +415,7 @@ static int pin_turn_take(void *userdata) {
         t->lock = tg_pin_cache_lock(t->cache_dir);
         if (t->lock < 0)
                 log_notice("This volume's PIN try does not wait for other volumes' (no lock in %s, which must be "
-                           "a root-only directory, 0700, or none took turns within 15 s): a wrong PIN may cost one "
+                           "a root-only directory, 0700, or another volume's turn took over 15 s): a wrong PIN may cost one "
                            "dictionary-attack try per volume.", t->cache_dir);
         /*
          * Once per token and process: a PIN that reaches us again and again without passing through
