@@ -287,8 +287,12 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
         if (tg_vcache_da_load(config, &da) < 0 || da.max_failures == 0 ||
             tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0) {
                 /* Over the verified session: a forged "in lockout" would send the user to the recovery
-                 * passphrase with a message that looks legitimate. */
-                if (tg_da_read(tg_vtpm_esys(v), tg_vtpm_audit_session(v), &da) >= 0 && da.max_failures > 0)
+                 * passphrase with a message that looks legitimate. A read that fails its audit is that
+                 * forgery caught: the alarm, never a PIN prompt after it. */
+                r = tg_da_read(tg_vtpm_esys(v), tg_vtpm_audit_session(v), &da);
+                if (r == -TG_ERR_INTERPOSER)
+                        return r;
+                if (r >= 0 && da.max_failures > 0)
                         (void) tg_vcache_da_store(config, &da);
                 else
                         da.max_failures = 0;
@@ -302,8 +306,10 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                                     da.in_lockout ? "the TPM is in dictionary-attack lockout" :
                                     "only the reserved TPM dictionary-attack tries remain",
                                     config->pin_da_reserve, config->path, da.recovery_seconds);
-        if (token->pcr_mask && tg_unlock_choose_seal(v, token, &view, &kind, &satisfied, &counters) >= 0 &&
-            !satisfied) {
+        r = token->pcr_mask ? tg_unlock_choose_seal(v, token, &view, &kind, &satisfied, &counters) : 0;
+        if (r == -TG_ERR_INTERPOSER)
+                return r;   /* an audited read or the policy session's proof caught the bus: no PIN prompt */
+        if (r >= 0 && !satisfied) {
                 if (kind == TG_ALT_GRACE && counters.restart_count != 0)
                         return log_error_rc(-TG_ERR_PCR_MISMATCH, "Not asking for the PIN. %s", TG_GRACE_RESTART_MESSAGE);
                 return pcr_mismatch(cd, token, kind, &view, &counters);
@@ -321,6 +327,29 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
                 log_notice("The PCR values changed as predicted; the update seal opens %s with the PIN.",
                            device ?: "the volume");
         return -TG_ERR_PIN_NEEDED;
+}
+
+/*
+ * The DA state over a verified session of its own, for a refusal. The one-shot path reads it without
+ * a session (it has none to audit with); that read may let us try the PIN (a forged "tries left"
+ * spends tries the TPM itself still counts and bounds), but a refusal from it would send the user to
+ * the recovery passphrase with words an interposer chose ("in lockout"). A failed audit is the
+ * alarm; any other failure (a second connection refused by a TPM without a resource manager) leaves
+ * *ret alone, and the unaudited read stands. Only on the refusal path: one verification more there.
+ */
+static int da_read_audited(const tg_config *config, tg_da_state *ret) {
+        _cleanup_vtpm_ tg_verified_tpm *v = NULL;
+        tg_da_state da;
+        int r;
+
+        r = tg_verify(config, &(tg_verify_options) { .use_cache = true }, NULL, &v);
+        if (r < 0)
+                return r == -TG_ERR_INTERPOSER ? r : log_debug_rc(r, "No verified session to read the DA state over.");
+        r = tg_da_read(tg_vtpm_esys(v), tg_vtpm_audit_session(v), &da);
+        if (r < 0)
+                return r;
+        *ret = da;
+        return 0;
 }
 
 /*
@@ -521,6 +550,21 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                         da_known = true;
                 } else {
                         da_known = tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0;
+                        if (da_known && tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
+                                                            config->pin_da_reserve) == 0) {
+                                /* A refusal only from an audited read: see da_read_audited(). */
+                                r = da_read_audited(config, &da);
+                                if (r == -TG_ERR_INTERPOSER)
+                                        return r;
+                                if (r >= 0)
+                                        da_known = da.max_failures > 0;
+                                if (da_known && r >= 0 && tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
+                                                                  config->pin_da_reserve) > 0)
+                                        log_warning("The TPM's dictionary-attack state, read without a session, left "
+                                                    "no PIN tries; read over the verified session it leaves some: "
+                                                    "trying the PIN. If this repeats, suspect the TPM bus and run "
+                                                    "'tpmguard doctor'.");
+                        }
                         if (da_known)
                                 (void) tg_vcache_da_store(config, &da);
                 }

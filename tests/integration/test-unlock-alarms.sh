@@ -19,7 +19,9 @@
 #     PolicyGetDigest): tampering before any prompt, not a mismatch;
 #   - the lifecycle's unseal (rotate) rides out the same PCR race;
 #   - a header whose "pin" was edited to false (a format 1 PIN token): named
-#     as an edited header, never as a PCR mismatch with a reseal hint.
+#     as an edited header, never as a PCR mismatch with a reseal hint;
+#   - a forged "in lockout" DA state (tamper GetCapability): caught by the
+#     audited read, an alarm with no PIN prompt, never the lockout's words.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_getcap tpm2_pcrread cryptsetup unshare python3
@@ -265,6 +267,29 @@ PY
         tty_has "\"pin\" field does not match the sealed object: the header was edited"
         tty_lacks "PCR mismatch"
         tty_lacks "firmware"
+        recovery_opens "$WORK/disk.img"
+}
+
+# A forged "in lockout" (every GetCapability's TPMA_PERMANENT with inLockout set) with no DA
+# state recorded this boot: the PIN-less call's audited read catches it. The alarm, no PIN
+# prompt after it, and never the forged lockout's words (which send the user to the recovery
+# passphrase as if nothing were wrong).
+test_case forged_lockout_read_is_tampering
+forged_lockout_read_is_tampering() {
+        setup_enrolled
+        local before
+        expect_exit 0 "$TPMGUARD" verify --record
+        rm -f "$WORK/run/da-state.json"
+        before=$(da_counter)
+        interposer_start --mode tamper --tamper GetCapability:15:0x02
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked through a forged DA state" >&2; return 1; }
+        attacked tamper
+        [ "$PROMPTS" = 0 ] || { echo "# $PROMPTS PIN prompts after the forged lockout was caught" >&2; return 1; }
+        tty_has "nterposer"
+        tty_lacks "dictionary-attack lockout"
+        same_da "$before"
         recovery_opens "$WORK/disk.img"
 }
 
