@@ -447,6 +447,8 @@ int tg_seal_loaded(tg_verified_tpm *v, const tg_seal_params *params, const tg_se
         return 0;
 }
 
+static bool digest_is_policy(const TPM2B_DIGEST *digest, const tg_token *token);
+
 static int unseal_error(tg_verified_tpm *v, const tg_token *token, TSS2_RC rc) {
         TSS2_RC base = tg_tpm_rc_base(rc);
         char pcrs[96];
@@ -663,6 +665,71 @@ static void parent_done(tg_verified_tpm *v, tg_handle *parent) {
         tg_handle_release(parent);
 }
 
+/*
+ * What an Unseal's refusal means, before it is believed. An error response carries no HMAC: an
+ * interposer can forward the Unseal, let the TPM release the secret for the right PIN, and answer
+ * with an error of its choosing: AUTH_FAIL reads as a wrong PIN, POLICY_FAIL as a PCR mismatch (and
+ * the advice to reseal), LOCKOUT sends the user to the recovery passphrase; "retry" makes ESAPI send
+ * the same Unseal again, each a dictionary-attack try when the PIN was wrong. So:
+ *  - after "retry", one resend only (trust/tcti.c: a genuine TPM needs one), and a refused second
+ *    is said here;
+ *  - a successful Unseal ends the policy session (continueSession clear) and a refused one leaves
+ *    it open, so one command in that session, as its encrypt session (its response HMAC checked by
+ *    ESAPI), tells them apart: a session the TPM no longer holds, or an answer failing its HMAC, is
+ *    the forgery; so is a POLICY_FAIL while the session's policyDigest is the token's policy.
+ * One command more, on the refusal path only.
+ */
+/* A refusal that names a handle or session the TPM does not hold (TPM_RC_REFERENCE_*, TPM_RC_HANDLE). */
+static bool unseal_rc_not_loaded(TSS2_RC rc) {
+        TSS2_RC base = tg_tpm_rc_base(rc);
+
+        return base == TPM2_RC_HANDLE || (base >= TPM2_RC_REFERENCE_H0 && base <= TPM2_RC_REFERENCE_H6) ||
+               (base >= TPM2_RC_REFERENCE_S0 && base <= TPM2_RC_REFERENCE_S6);
+}
+
+static int unseal_refusal_check(tg_verified_tpm *v, const tg_token *token, ESYS_TR policy, TSS2_RC rc) {
+        ESYS_CONTEXT *esys = tg_vtpm_esys(v);
+        _cleanup_free_ TPM2B_DIGEST *digest = NULL;
+        TSS2_RC prc;
+
+        if (tg_tpm_unseal_resend_refused(esys))
+                return log_error_rc(-TG_ERR_PIN_RETRY,
+                                    "The TPM answered the PIN's Unseal with \"%s\" twice. It was not sent a third "
+                                    "time: if that answer was forged on the TPM bus after the TPM had checked the "
+                                    "PIN, each resend would cost another dictionary-attack try. Type the PIN again; "
+                                    "if this repeats, suspect the TPM bus and run 'tpmguard doctor'.",
+                                    Tss2_RC_Decode(rc));
+        if ((rc & TSS2_RC_LAYER_MASK) != TSS2_TPM_RC_LAYER)
+                return 0;   /* not the TPM's answer: the transport's or ESAPI's own, named by the caller */
+        (void) Esys_TRSess_SetAttributes(esys, policy, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT, 0xff);
+        prc = Esys_PolicyGetDigest(esys, policy, policy, ESYS_TR_NONE, ESYS_TR_NONE, &digest);
+        if (prc == TSS2_ESYS_RC_RSP_AUTH_FAILED || prc == TSS2_ESYS_RC_MALFORMED_RESPONSE)
+                return tg_tpm_rc(prc, "The check of the Unseal's refusal");
+        /* Neither the object nor the session there: the TPM lost both (a reset), or both answers were forged. */
+        if (prc != TSS2_RC_SUCCESS && unseal_rc_not_loaded(rc))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM no longer holds the sealed object and the policy session it loaded a "
+                                    "moment ago (%s): it was reset during the unlock, or its answers were forged on "
+                                    "the TPM bus. Interposer or TPM reset suspected; nothing was unsealed, and this "
+                                    "is not a wrong PIN. If the machine was suspended during this command, run it "
+                                    "again; otherwise use the recovery passphrase and run 'tpmguard doctor'.",
+                                    Tss2_RC_Decode(rc));
+        if (prc != TSS2_RC_SUCCESS)
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM refused the Unseal (%s), but then no longer held its policy session "
+                                    "(%s), which the TPM ends only when the Unseal succeeds: the refusal was forged "
+                                    "on the TPM bus. Interposer suspected; no secret was received, and this is not "
+                                    "a wrong PIN. Use the recovery passphrase and run 'tpmguard doctor'.",
+                                    Tss2_RC_Decode(rc), Tss2_RC_Decode(prc));
+        if (tg_tpm_rc_base(rc) == TPM2_RC_POLICY_FAIL && digest_is_policy(digest, token))
+                return log_alert_rc(-TG_ERR_INTERPOSER,
+                                    "The TPM's answer to the Unseal says its policy failed, but the policy session "
+                                    "holds exactly the token's policy: the answer was forged on the TPM bus. "
+                                    "Interposer suspected; this is not a PCR change (do not reseal). Use the "
+                                    "recovery passphrase and run 'tpmguard doctor'.");
+        return 0;
+}
+
 /* The Unseal itself, of a loaded object in a started policy session (flushed here unless the TPM ended it). */
 static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_secret *auth, const tg_secret *mask,
                          ESYS_TR object, tg_handle *policy, tg_secret **ret_secret) {
@@ -705,6 +772,16 @@ static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_sec
                 log_debug("TPM_RC_PCR_CHANGED on Unseal (attempt %u of %u): running the policy again.", attempt,
                           TG_PCR_RACE_TRIES);
                 rc = Esys_PolicyRestart(esys, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
+                if (rc != TSS2_RC_SUCCESS && (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER) {
+                        /* The session gone: the "PCR changed" answer was forged after a successful Unseal. */
+                        r = log_alert_rc(-TG_ERR_INTERPOSER,
+                                         "The TPM answered the Unseal with \"PCR changed\", but then no longer "
+                                         "held its policy session (%s), which it ends only when the Unseal "
+                                         "succeeds: the answer was forged on the TPM bus. Interposer suspected; no "
+                                         "secret was received. Use the recovery passphrase and run 'tpmguard doctor'.",
+                                         Tss2_RC_Decode(rc));
+                        goto wipe_auth;
+                }
                 if (rc != TSS2_RC_SUCCESS) {
                         r = tg_tpm_rc(rc, "PolicyRestart");
                         goto wipe_auth;
@@ -713,7 +790,7 @@ static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_sec
                 if (r < 0)
                         goto wipe_auth;
         }
-        r = 0;
+        r = rc == TSS2_RC_SUCCESS ? 0 : unseal_refusal_check(v, token, policy->tr, rc);
 wipe_auth:
         if (token->pin) {
                 /* ESAPI keeps the authValue in the object's metadata and frees it unwiped on flush. */

@@ -611,8 +611,13 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                           config->pin_tries);
                 return -TG_ERR_PIN_RETRY;
         }
-        if (r == -TG_ERR_PIN_RETRY)
-                return r;   /* a stale copy not sent (pin_turn_take()): the TPM saw nothing */
+        if (r == -TG_ERR_PIN_RETRY) {
+                /* A stale copy not sent (pin_turn_take()): the TPM saw nothing. An Unseal answered
+                 * "retry" and not sent again (tokens/seal.c): the TPM may have counted it, so this
+                 * boot's DA state is read live next time. */
+                tg_vcache_da_drop(config);
+                return r;
+        }
         if (r < 0) {
                 /* Lockout, or anything else the DA state may have to do with: read it live next time. */
                 if (token.pin)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later */
 #include <assert.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <tss2/tss2_tpm2_types.h>
@@ -13,6 +14,8 @@
 /* "tgTCTI\0\1": tells our wrapper from any other TCTI context. */
 #define TG_TCTI_MAGIC UINT64_C(0x7467544354490001)
 #define TPM_HEADER_SIZE 10
+/* Resends of an Unseal answered "retry" (wrap_transmit()). */
+#define TG_UNSEAL_RESENDS 1U
 
 typedef struct tg_tcti {
         TSS2_TCTI_CONTEXT_COMMON_V2 common; /* first: the context ESAPI sees */
@@ -21,6 +24,9 @@ typedef struct tg_tcti {
         uint16_t last_tag;                  /* and its tag */
         uint8_t *last_response;             /* the buffer the last response was received into */
         size_t last_response_size;          /* bytes the transport wrote there (never more than that buffer holds) */
+        bool unseal_retry;                  /* the last command was an Unseal answered "retry" */
+        unsigned unseal_resends;            /* resends of that Unseal sent so far */
+        bool unseal_resend_refused;         /* ESAPI's resend of that Unseal was not sent */
 } tg_tcti;
 
 static uint32_t be32(const uint8_t *p) {
@@ -99,10 +105,36 @@ int tg_tpm_response_tag_check(uint16_t command_tag, const uint8_t *response, siz
                             command_tag, tag == TPM2_ST_NO_SESSIONS ? "removed" : "added");
 }
 
+static bool rc_asks_resend(uint32_t rc) {
+        /* What ESAPI resubmits the same command bytes for (up to 5 times, Esys_*_Finish()). */
+        return rc == TPM2_RC_RETRY || rc == TPM2_RC_YIELDED || rc == TPM2_RC_TESTING;
+}
+
 static TSS2_RC wrap_transmit(TSS2_TCTI_CONTEXT *tcti, size_t size, const uint8_t *command) {
         tg_tcti *t = (tg_tcti *) tcti;
+        uint32_t cc = size >= TPM_HEADER_SIZE ? be32(command + 6) : 0;
 
-        t->last_cc = size >= TPM_HEADER_SIZE ? be32(command + 6) : 0;
+        /*
+         * Threat: an interposer forwards the PIN-bearing Unseal, lets the TPM check it (a wrong PIN
+         * costs a dictionary-attack try), and answers "retry" (an error response: no HMAC). ESAPI
+         * sends the same bytes again, with the same nonce and HMAC, which the TPM checks again: up to
+         * five tries for one PIN typed, reported as a TPM not ready. A genuine TPM does answer
+         * "retry" to the first dictionary-attack-protected authorization after its Startup, once,
+         * before it has executed anything (it first records in NV that it is no longer in an
+         * orderly state: swtpm does so for every first PIN Unseal here). So one resend is sent, and
+         * a second is not; the caller asks tg_tcti_unseal_resend_refused() and says so.
+         */
+        if (cc == TPM2_CC_Unseal && t->unseal_retry) {
+                t->unseal_retry = false;
+                if (t->unseal_resends >= TG_UNSEAL_RESENDS) {
+                        t->unseal_resend_refused = true;
+                        return TSS2_TCTI_RC_GENERAL_FAILURE;
+                }
+                t->unseal_resends++;
+        } else
+                t->unseal_resends = 0;
+        t->unseal_retry = false;
+        t->last_cc = cc;
         t->last_tag = size >= TPM_HEADER_SIZE ? (uint16_t) (command[0] << 8 | command[1]) : 0;
         return Tss2_Tcti_Transmit(t->inner, size, command);
 }
@@ -139,6 +171,7 @@ static TSS2_RC wrap_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *resp
                 explicit_bzero(response, *size);
                 return TSS2_TCTI_RC_MALFORMED_RESPONSE;
         }
+        t->unseal_retry = t->last_cc == TPM2_CC_Unseal && rc_asks_resend(be32(response + 6));
         return TSS2_RC_SUCCESS;
 }
 
@@ -196,6 +229,17 @@ void tg_tcti_free(TSS2_TCTI_CONTEXT *tcti) {
                 return;
         Tss2_Tcti_Finalize(tcti);
         free(tcti);
+}
+
+bool tg_tcti_unseal_resend_refused(TSS2_TCTI_CONTEXT *tcti) {
+        tg_tcti *t = (tg_tcti *) tcti;
+        bool refused;
+
+        if (!tcti || TSS2_TCTI_MAGIC(tcti) != TG_TCTI_MAGIC)
+                return false;
+        refused = t->unseal_resend_refused;
+        t->unseal_resend_refused = false;
+        return refused;
 }
 
 void tg_tcti_wipe_last_response(TSS2_TCTI_CONTEXT *tcti) {

@@ -170,6 +170,12 @@ void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys) {
         tg_tcti_wipe_last_response(tcti);
 }
 
+bool tg_tpm_unseal_resend_refused(ESYS_CONTEXT *esys) {
+        TSS2_TCTI_CONTEXT *tcti = NULL;
+
+        return Esys_GetTcti(esys, &tcti) == TSS2_RC_SUCCESS && tg_tcti_unseal_resend_refused(tcti);
+}
+
 int tg_tpm_rc_map(TSS2_RC rc, const char *operation) {
         TSS2_RC layer = rc & TSS2_RC_LAYER_MASK, base = tg_tpm_rc_base(rc);
         const char *decoded = Tss2_RC_Decode(rc);

@@ -62,6 +62,8 @@ int tg_tpm_rc_map(TSS2_RC rc, const char *operation);
  * delivered into that buffer (tcti.h), whatever the response's size fields say.
  */
 void tg_tpm_wipe_last_response(ESYS_CONTEXT *esys);
+/* Whether the last Unseal's resend after a "retry" answer was refused (trust/tcti.h); clears it. */
+bool tg_tpm_unseal_resend_refused(ESYS_CONTEXT *esys);
 /*
  * GetCapability(TPM2_CAP_TPM_PROPERTIES, first, count), the answer checked to
  * be that capability with at most count entries (a forged capability type

@@ -601,14 +601,21 @@ expect_of() {
         esac
         case $m in
         record) echo ok; return ;;
+        # The PIN's Unseal answered "retry" again after its one resend: not sent
+        # a third time (each would be a DA try if the answer was forged after a
+        # wrong PIN), said so, and the PIN asked again (exit 20, -ENOANO).
+        drop-unseal) cli=exit:20 plugin=errno:55 binary=failed ;;
         # A dropped command looks like a TPM that did not answer: "TPM
         # unreachable" (exit 6, -EAGAIN: other tokens, then the passphrase).
         drop-*) cli=exit:6 plugin=errno:11 binary=failed ;;
-        # A reset in the middle of an operation makes the TPM forget the
-        # operation's handles; tpmguard reports the TPM's refusal (exit 7),
-        # not a reset. It fails closed; the next operation reports the reset
-        # (boot-reset). A diagnosis gap, listed in docs/security.md.
-        reset-after-certify|reset-before-unseal) cli=exit:7 plugin=errno:2 binary=failed ;;
+        # A reset right before the Unseal: the check of its refusal finds
+        # neither the object nor the policy session in the TPM, an alarm
+        # that names a reset (exit 3). A reset after Certify makes the TPM
+        # forget the operation's handles; tpmguard reports the TPM's refusal
+        # (exit 7), not a reset. It fails closed; the next operation reports
+        # the reset (boot-reset). A diagnosis gap, listed in docs/security.md.
+        reset-before-unseal) cli=exit:3 plugin=errno:2 binary=failed ;;
+        reset-after-certify) cli=exit:7 plugin=errno:2 binary=failed ;;
         # An altered SRK name: enroll and seal compare it with the hash of the
         # public area (exit 3). (At an unlock that reads the SRK, i.e. without
         # the kernel's null_name, it would break Load's HMAC at the TPM:

@@ -21,7 +21,10 @@
 #   - a header whose "pin" was edited to false (a format 1 PIN token): named
 #     as an edited header, never as a PCR mismatch with a reseal hint;
 #   - a forged "in lockout" DA state (tamper GetCapability): caught by the
-#     audited read, an alarm with no PIN prompt, never the lockout's words.
+#     audited read, an alarm with no PIN prompt, never the lockout's words;
+#   - the Unseal's answer replaced by an error (forge-rc: policy failed,
+#     lockout, wrong PIN, PCR changed) after the TPM unsealed: the alarm;
+#     answered "retry" (drop): sent once more, not a third time.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_getcap tpm2_pcrread cryptsetup unshare python3
@@ -290,6 +293,53 @@ forged_lockout_read_is_tampering() {
         tty_has "nterposer"
         tty_lacks "dictionary-attack lockout"
         same_da "$before"
+        recovery_opens "$WORK/disk.img"
+}
+
+# An Unseal's refusal is an error response, which carries no HMAC: the interposer forwards the
+# Unseal (the TPM releases the secret for the right PIN, ending the policy session) and answers
+# with an error of its choosing. The check that follows a refusal (tokens/seal.c) finds the
+# session gone: the alarm, never a wrong PIN, a PCR mismatch with the advice to reseal, or a lockout.
+test_case forged_unseal_refusals_are_tampering
+forged_unseal_refusals_are_tampering() {
+        setup_enrolled
+        local before forged
+        expect_exit 0 "$TPMGUARD" verify --record
+        # TPM_RC_POLICY_FAIL, TPM_RC_LOCKOUT, TPM_RC_AUTH_FAIL (session 1), TPM_RC_PCR_CHANGED
+        for forged in 0x99d 0x921 0x98e 0x128; do
+                before=$(da_counter)
+                interposer_start --mode forge-rc --forge-rc "Unseal:1:$forged"
+                pty_open 3 1234 1234 1234
+                interposer_stop
+                [ "$RC" != 0 ] || { echo "# $forged: unlocked" >&2; return 1; }
+                attacked forge-rc
+                [ "$PROMPTS" = 1 ] || { echo "# $forged: $PROMPTS PIN prompts (the alarm must end it)" >&2; return 1; }
+                tty_has "Interposer suspected"
+                tty_lacks "Wrong PIN"
+                tty_lacks "PCR mismatch"
+                tty_lacks "dictionary-attack lockout"
+                same_da "$before"
+        done
+        recovery_opens "$WORK/disk.img"
+}
+
+# A wrong PIN whose Unseal the interposer answers "retry" every time: ESAPI would send the same bytes
+# up to five times, each a dictionary-attack try at the TPM. One resend (a genuine TPM answers "retry"
+# once to the first such authorization after its Startup), then not: one PIN typed, at most two tries.
+test_case forged_retry_costs_one_try
+forged_retry_costs_one_try() {
+        setup_enrolled
+        local before after
+        expect_exit 0 "$TPMGUARD" verify --record
+        before=$(da_counter)
+        interposer_start --mode drop --drop Unseal
+        pty_open 1 9999
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked with a wrong PIN" >&2; return 1; }
+        attacked drop
+        after=$(da_counter)
+        [ "$((after - before))" -le 2 ] || { echo "# one wrong PIN cost $((after - before)) DA tries" >&2; return 1; }
+        tty_has "It was not sent a third time"
         recovery_opens "$WORK/disk.img"
 }
 
