@@ -48,8 +48,8 @@ static int prepare_one(const cli *c, const tg_config *config, const char *device
                 printf("%s: token %d opens with the PIN alone while PCR %s change, for the next %" PRIu32 " boot(s) "
                        "(the TPM's resetCount %" PRIu32 " now, at most %" PRIu32 "). After the update, 'tpmguard "
                        "update finish %s' binds it to the new values (tpmguard-update-finish.service runs it after a "
-                       "boot that used the grace); it refuses a change outside PCR %s, Secure Boot turned off, and a "
-                       "new PK, KEK or db.\n",
+                       "boot that used the grace); it refuses a change outside PCR %s, and a PCR 7 whose events are not "
+                       "this boot's (a dbx update that only adds revocations excepted).\n",
                        device, res.token, pcrs, res.reset_count_max - res.reset_count, res.reset_count,
                        res.reset_count_max, device, pcrs);
                 if (!c->changing)

@@ -337,7 +337,7 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
         tg_token_alt alt = {};
         tg_token t = {}, next;
         tg_tpm_counters counters = {};
-        tg_update_record record = {};
+        _cleanup_(tg_update_record_done) tg_update_record record = {};
         uint32_t changing = 0;
         bool test = true;
         int r;
@@ -450,12 +450,13 @@ int tg_update_prepare(const tg_config *config, const char *device, int token, co
 /*
  * Over the grace: this boot against what 'update prepare' recorded (update-record.h), before
  * anything is unsealed or rebound. Threat: an evil maid's chain booted during the grace (Secure
- * Boot off, her own PK, KEK or db, a swapped boot loader); finish, run unattended by
- * tpmguard-update-finish.service, would otherwise seal the token to it for good.
+ * Boot off, her own PK, KEK or db, a rolled-back dbx, DMA protection off, a boot loader verified
+ * by another shim's certificate); finish, run unattended by tpmguard-update-finish.service,
+ * would otherwise seal the token to it for good.
  */
 static int grace_change_check(tg_lifecycle *lc, const tg_config *config, const tg_update_finish_options *o) {
         _cleanup_free_ char *diff = NULL;
-        tg_update_record prepared, now;
+        _cleanup_(tg_update_record_done) tg_update_record prepared = {}, now = {};
         int r;
 
         r = tg_update_record_read(config->state_dir, crypt_get_uuid(lc->cd), &prepared);

@@ -18,13 +18,18 @@
  * the encrypted root in a normal install; read as hostile all the same):
  *  - the token's PCR values now, read over the verified session (never the bus unaudited);
  *  - the PCRs the update declares as changing (--changing);
- *  - the Secure Boot configuration PCR 7 measured this boot (the digests of the SecureBoot,
- *    PK, KEK, db and dbx EV_EFI_VARIABLE_DRIVER_CONFIG events, and SecureBoot's value), from
- *    the firmware's event log once it replays to the verified PCR read (lifecycle/pcr-log.h).
- * 'update finish' over the grace takes the same record of the boot it runs in and compares:
- * a PCR outside the declared change, Secure Boot turned off, PK, KEK or db changed, dbx
- * changed without PCR 7 declared, or a PCR 7 change that no verified log explains is
- * refused before anything is rebound.
+ *  - what PCR 7 measured this boot, from the firmware's event log once it replays to the
+ *    verified PCR read (lifecycle/pcr-log.h): every PCR 7 event in order (type and digest in
+ *    the token's bank), SecureBoot's value, and the signature entries of dbx (record version
+ *    2; version 1 kept only the digests of the SecureBoot, PK, KEK, db and dbx events).
+ * 'update finish' over the grace takes the same record of the boot it runs in and compares.
+ * It is an allow-list: PCR 7's events must be the recorded ones, in order; the one exception
+ * is a dbx event whose data hashes to its digest and holds every recorded entry (a dbx update
+ * adds revocations), and only when PCR 7 was declared changing. Anything else (a PCR outside
+ * the declared change, Secure Boot turned off, a changed PK, KEK or db, an added, removed or
+ * changed EV_EFI_ACTION such as "DMA Protection Disabled", a new EV_EFI_VARIABLE_AUTHORITY
+ * such as another vendor's shim certificate, a dbx that lost entries, or a PCR 7 change that
+ * no verified log explains) is refused before anything is rebound.
  */
 
 enum {
@@ -36,6 +41,17 @@ enum {
         TG_SB_N,
 };
 
+/* At most this many PCR 7 events are recorded (real logs have tens): a log with more explains nothing. */
+#define TG_UPDATE_PCR7_EVENTS_MAX 1024u
+#define TG_UPDATE_EVENT_WHAT_MAX 120
+
+typedef struct tg_update_event {
+        uint32_t type;
+        uint8_t digest[64];                /* in the token's bank */
+        bool dbx;                          /* the EV_EFI_VARIABLE_DRIVER_CONFIG event of dbx */
+        char *what;                        /* for messages only, sanitized: "db", "DMA Protection Disabled" */
+} tg_update_event;
+
 typedef struct tg_update_record {
         uint16_t bank;                     /* the token's */
         uint32_t pcr_mask;                 /* the token's PCRs, whose values are in values */
@@ -45,7 +61,19 @@ typedef struct tg_update_record {
         bool sb_present[TG_SB_N];
         uint8_t sb_digest[TG_SB_N][64];    /* in bank, values.value_size bytes */
         int secure_boot;                   /* SecureBoot's value: 1 on, 0 off, -1 unknown */
+        /* Version 2, with have_sb: PCR 7's events in log order (malloc'ed). false: a version 1 record. */
+        bool have_events;
+        tg_update_event *events;
+        size_t n_events;
+        /* The single dbx event's entries, when its data hashes to its digest: SHA-256 of each
+         * entry's type GUID and data (not the owner GUID), sorted; malloc'ed. */
+        bool have_dbx;
+        uint8_t (*dbx_entries)[32];
+        size_t n_dbx_entries;
 } tg_update_record;
+
+/* Frees what a record owns (take() and read() give records that own memory). */
+void tg_update_record_done(tg_update_record *r);
 
 /*
  * This boot's record: the token's PCR values over v's audited session, and the Secure Boot
