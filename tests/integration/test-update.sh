@@ -71,10 +71,17 @@ log_boot() {
 }
 
 # enrolled_at_a with a firmware event log (Secure Boot on, PK, KEK, db, dbx of eventlog_sb_setup).
+# With updated-dbx: the machine as in the field, the factory dbx ($WORK/dbx-factory.esl) plus an
+# update fwupd applied since (5 more revocations).
 enrolled_with_log() {
         tpm_setup
         "$TPMGUARD" provision >/dev/null
         eventlog_sb_setup
+        if [ "${1:-}" = updated-dbx ]; then
+                cp "$WORK/sb/dbx.esl" "$WORK/dbx-factory.esl"
+                dbx_update
+                cp "$WORK/dbx-next.esl" "$WORK/sb/dbx.esl"
+        fi
         log_boot A
         make_luks "$WORK/disk.img"
         printf '1234\n' >"$WORK/pin"
@@ -209,6 +216,59 @@ finish_refuses_new_pk() {
         "$EVENTLOG_MAKE" certs "$WORK/evil" >/dev/null
         "$EVENTLOG_MAKE" esl-x509 "$EFI_OWNER" "$WORK/evil/pk.der" >"$WORK/evil-pk.esl"
         secure_boot_change_refused "the Secure Boot variable PK changed" --pk "$WORK/evil-pk.esl"
+}
+
+# The review's finish_binds_dma_off_dbx_rollback_other_shim: finish compares PCR 7 as an allow-list
+# (update-record.h), not only the Secure Boot variables. Each change the firmware measures into PCR 7
+# outside them, made during a grace that declared PCR 7, is named and refused.
+test_case finish_refuses_dma_protection_off
+finish_refuses_dma_protection_off() {
+        enrolled_with_log
+        secure_boot_change_refused "PCR 7 event \"DMA Protection Disabled\" (EV_EFI_ACTION) is new since 'update prepare'" \
+                --dma-disabled yes
+        expect_in "tpmguard update finish --accept-change" "$ERR"
+}
+
+test_case finish_refuses_other_shim
+finish_refuses_other_shim() {
+        enrolled_with_log
+        mkdir "$WORK/evil"
+        "$EVENTLOG_MAKE" certs "$WORK/evil" >/dev/null
+        secure_boot_change_refused "PCR 7 event \"Shim" --shim-authority "$WORK/evil/db.der"
+        expect_in "(EV_EFI_VARIABLE_AUTHORITY) is new since 'update prepare'" "$ERR"
+}
+
+# "Restore factory keys" in firmware setup during the grace: dbx loses the revocations added since.
+test_case finish_refuses_dbx_rollback
+finish_refuses_dbx_rollback() {
+        enrolled_with_log updated-dbx
+        secure_boot_change_refused "the Secure Boot variable dbx lost 5 of the 25 revocations" \
+                --dbx "$WORK/dbx-factory.esl"
+}
+
+# The review's proof of concept as it ran: the default grace of a PCR 7 token (every PCR declared),
+# two boots; the evil maid's boot has all three changes. finish refuses and names each; the token
+# still opens the prepared chain, not hers once the grace is spent.
+test_case finish_refuses_dma_off_dbx_rollback_other_shim
+finish_refuses_dma_off_dbx_rollback_other_shim() {
+        enrolled_with_log updated-dbx
+        expect_exit 0 "$TPMGUARD" update prepare --boots 2 --event-log "$WORK/log-A" --pin-file "$WORK/pin" \
+                "$WORK/disk.img"
+        local before
+        before=$(cryptsetup token export --token-id 0 "$WORK/disk.img")
+        mkdir "$WORK/evil"
+        "$EVENTLOG_MAKE" certs "$WORK/evil" >/dev/null
+        log_boot C --dbx "$WORK/dbx-factory.esl" --dma-disabled yes --shim-authority "$WORK/evil/db.der"
+        pin_opens "$WORK/pin"
+        expect_exit 14 "$TPMGUARD" update finish --from-marker --event-log "$WORK/log-C" --pin-file "$WORK/pin" \
+                "$WORK/disk.img"
+        expect_in "Not binding token 0 to this boot" "$ERR"
+        expect_in "dbx lost 5 of the 25 revocations" "$ERR"
+        expect_in "\"DMA Protection Disabled\" (EV_EFI_ACTION) is new" "$ERR"
+        expect_in "PCR 7 event \"Shim" "$ERR"
+        [ "$(cryptsetup token export --token-id 0 "$WORK/disk.img")" = "$before" ]
+        log_boot A
+        pin_opens "$WORK/pin"
 }
 
 # A grace made for a kernel update (--changing 4) keeps PCR 7: a boot that changes PCR 4 opens
