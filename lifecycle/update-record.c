@@ -146,13 +146,20 @@ static char *event_what(const tg_event *e) {
                 if (tg_asprintf(&text, "%s%s%s%s", v.name, subject ? " (" : "", subject ?: "", subject ? ")" : "") < 0)
                         return NULL;
         } else if (e->type == TG_EV_EFI_ACTION || e->type == TG_EV_ACTION) {
-                /* The text itself ("DMA Protection Disabled"), each byte that is not printable ASCII a '?'. */
-                text = malloc(e->data_size + 1);
+                /* The text itself ("DMA Protection Disabled"; a NUL some firmware ends it with dropped),
+                 * each byte that is not printable ASCII a '?', at most TG_UPDATE_EVENT_WHAT_MAX. */
+                size_t n = e->data_size;
+
+                while (n > 0 && e->data[n - 1] == 0)
+                        n--;
+                if (n > TG_UPDATE_EVENT_WHAT_MAX)
+                        n = TG_UPDATE_EVENT_WHAT_MAX;
+                text = malloc(n + 1);
                 if (!text)
                         return NULL;
-                for (size_t i = 0; i < e->data_size; i++)
+                for (size_t i = 0; i < n; i++)
                         text[i] = e->data[i] >= 0x20 && e->data[i] < 0x7f ? (char) e->data[i] : '?';
-                text[e->data_size] = '\0';
+                text[n] = '\0';
         } else if (tg_event_describe(e, &text) < 0)
                 return NULL;
         if (strlen(text) > TG_UPDATE_EVENT_WHAT_MAX)
