@@ -343,13 +343,19 @@ int tg_anchor_check(const char *dir, const TPM2B_NAME *null_name, uint32_t reset
                                 *ret_state = TG_ANCHOR_RESUMING;
                                 return 0;
                         }
-                        return log_alert_rc(-TG_ERR_INTERPOSER,
-                                            "The TPM was %s since this boot's anchor (%s), as the %s announced before "
-                                            "sleep does, but the resume is not confirmed yet: tpmguard's sleep hook "
-                                            "(%s, 'tpmguard sleep post') re-anchors after checking the PCRs. The TPM "
-                                            "will not be used until then; if this persists, run 'tpmguard doctor'.",
-                                            reset_count != a.reset_count ? "reset" : "restarted", path,
-                                            tg_sleep_kind_to_string(a.sleep.kind), TPMGUARD_SLEEP_HOOK);
+                        /*
+                         * Not an alarm: an unlock between the thaw of user space and the sleep hook's
+                         * "post" meets exactly this, on every resume. Not a verification either: the
+                         * TPM is not used until the hook has compared the PCRs (which refuses a resume
+                         * that is not one, loudly). "Not ready, try again": -EAGAIN for the plugin.
+                         */
+                        return log_notice_rc(-TG_ERR_TPM_UNREACHABLE,
+                                             "The TPM was %s since this boot's anchor (%s), as the %s announced before "
+                                             "sleep does, and tpmguard's sleep hook (%s, 'tpmguard sleep post') has not "
+                                             "yet checked the PCRs and confirmed the resume. The TPM is not used until "
+                                             "then: try again in a moment. If this persists, run 'tpmguard doctor'.",
+                                             reset_count != a.reset_count ? "reset" : "restarted", path,
+                                             tg_sleep_kind_to_string(a.sleep.kind), TPMGUARD_SLEEP_HOOK);
                 }
                 if (!same_key)
                         return log_alert_rc(-TG_ERR_INTERPOSER,
@@ -441,6 +447,13 @@ int tg_anchor_resume(const char *dir, const TPM2B_NAME *null_name, uint32_t rese
                 if (sleep_resumed(&a, reset_count, restart_count) &&
                     (pcr_digest->size != a.sleep.pcr_digest.size ||
                      memcmp(pcr_digest->buffer, a.sleep.pcr_digest.buffer, pcr_digest->size) != 0)) {
+                        /*
+                         * The announcement is withdrawn (the anchor kept as it was): verifications after
+                         * this refusal meet moved counters that no sleep explains, the alarm, not the
+                         * "try again" of a resume still to be confirmed. Best effort: if the write fails,
+                         * they keep refusing with that message.
+                         */
+                        (void) anchor_write(path, boot_id, &a.null_name, a.reset_count, a.restart_count, NULL);
                         if (a.sleep.kind == TG_SLEEP_HYBRID)
                                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                                     "The TPM's PCRs after the hybrid-sleep are not the ones it had "

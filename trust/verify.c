@@ -743,7 +743,10 @@ static int verify_internal(const tg_config *config, const tg_verify_options *opt
 
                 r = tg_anchor_check(config->cache_dir, &v->null_name, info.reset_count, info.restart_count,
                                     options && options->accept_resume, &state);
-                if (r == -TG_ERR_INTERPOSER)
+                /* An alarm, or a resume the sleep hook has not confirmed yet ("try again"): fail
+                 * closed. Only a missing or damaged anchor file lets the verification go on
+                 * without one (said in the report). */
+                if (r == -TG_ERR_INTERPOSER || r == -TG_ERR_TPM_UNREACHABLE)
                         return r;
                 if (r >= 0) {
                         report->resuming = state == TG_ANCHOR_RESUMING;
