@@ -329,6 +329,13 @@ static int pin_can_work(struct crypt_device *cd, const tg_config *config, const 
         return -TG_ERR_PIN_NEEDED;
 }
 
+/* The TPM device itself, one opener at a time: tcti "device" or "device:PATH", not a /dev/tpmrmN. */
+static bool tcti_exclusive(const tg_config *config) {
+        const char *t = config->tcti;
+
+        return t && strncmp(t, "device", 6) == 0 && (t[6] == '\0' || t[6] == ':') && !tg_config_resource_manager(config);
+}
+
 /*
  * The DA state over a verified session of its own, for a refusal. The one-shot path reads it without
  * a session (it has none to audit with); that read may let us try the PIN (a forged "tries left"
@@ -372,8 +379,11 @@ static int prepare_unlock(struct crypt_device *cd, const tg_config *config, cons
         /* A previous PIN-less call's work that no PIN call took (another token tried in between). */
         tg_unlock_prepared_release(attempts);
         /* A token with update seals chooses its seal from audited reads (tg_unlock_choose_seal()):
-         * rare (between 'update prepare' and 'update finish'), so it is not prepared. */
-        if (!attempts || token->n_alt > 0)
+         * rare (between 'update prepare' and 'update finish'), so it is not prepared. Nor through
+         * /dev/tpmN itself (tcti "device" without a resource manager), which has one opener at a
+         * time: kept open across the PIN prompt, every other volume's unlock (and 'tpmguard verify')
+         * would meet EBUSY, read as a missing TPM, until the PIN is typed. */
+        if (!attempts || token->n_alt > 0 || tcti_exclusive(config))
                 return pin_can_work(cd, config, token);
 
         r = tg_verify(config, &(tg_verify_options) { .use_cache = true, .one_shot = true }, NULL, &v);
