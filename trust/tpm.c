@@ -261,7 +261,22 @@ void tg_handle_release(tg_handle *h) {
                 (void) Esys_TR_Close(h->esys, &h->tr);
         else {
                 TSS2_RC rc = Esys_FlushContext(h->esys, h->tr);
-                if (rc != TSS2_RC_SUCCESS) {
+                TPM2_HANDLE handle;
+                TSS2_SYS_CONTEXT *sys = NULL;
+
+                /*
+                 * ESAPI refuses every command after a response that failed its HMAC or framing
+                 * (BAD_SEQUENCE): without a resource manager to flush at close, the object or session
+                 * would stay in the TPM's few slots, and the next run (a retry of the unlock) would
+                 * fail with "memory full", a mundane message after an attack. Flushed through the
+                 * SYS layer underneath, by the TPM handle ESAPI knows (no command of ESAPI's).
+                 */
+                if (rc == TSS2_ESYS_RC_BAD_SEQUENCE && Esys_TR_GetTpmHandle(h->esys, h->tr, &handle) == TSS2_RC_SUCCESS &&
+                    Esys_GetSysContext(h->esys, &sys) == TSS2_RC_SUCCESS && sys &&
+                    Tss2_Sys_FlushContext(sys, handle) == TSS2_RC_SUCCESS) {
+                        log_debug("Flushed 0x%08x past ESAPI, which refuses commands after a refused response.", handle);
+                        (void) Esys_TR_Close(h->esys, &h->tr);
+                } else if (rc != TSS2_RC_SUCCESS) {
                         log_debug("FlushContext failed: %s", Tss2_RC_Decode(rc));
                         /* Drop ESAPI's metadata even if the TPM did not answer. */
                         (void) Esys_TR_Close(h->esys, &h->tr);
