@@ -150,8 +150,9 @@ run_enroll() {
 fetch_enrolled_secret() {
         local id
         # A reboot: a failed operation may have left objects in swtpm's few
-        # slots (ESAPI refuses to flush after a malformed response; the
-        # kernel's resource manager would flush them at close).
+        # slots (ESAPI refuses to flush after a refused response, and the SYS
+        # layer underneath, which tpmguard then flushes through, after a
+        # response cut short; the kernel's resource manager flushes at close).
         "$FIXTURE" stop "$WORK/tpm" >/dev/null
         "$FIXTURE" resume "$WORK/tpm" >/dev/null
         "$FIXTURE" null-name "$WORK/tpm" "$WORK/null_name"
