@@ -89,6 +89,26 @@ int cli_next_boot(const cli *c, const tg_config *config, tg_next_boot *ret, tg_p
         return 0;
 }
 
+int cli_grace_boots_default(const cli *c, uint32_t *ret) {
+        _cleanup_(cmd_pcrs_files_free) cmd_pcrs_files files = {};
+        _cleanup_free_ char *capsule = NULL;
+        tg_pcr7_predict_options o;
+        int r;
+
+        r = cmd_pcrs_predict_options(c, &files, &o);
+        if (r < 0)
+                return r;
+        r = tg_capsule_pending(o.efivars_dir, &capsule);
+        if (r < 0)
+                return r;
+        if (r > 0)
+                log_notice("A firmware capsule update is staged (EFI variable %s): the grace lasts %u boots, "
+                           "since the capsule's own resets count as boots (--boots N to choose).", capsule,
+                           1 + TG_CAPSULE_RESETS);
+        *ret = r > 0 ? 1 + TG_CAPSULE_RESETS : 1;
+        return 0;
+}
+
 int cli_prepare_prediction(const cli *c, const tg_config *config, tg_pcr_values *ret) {
         bool named = c->db_file || c->dbx_file || c->kek_file || c->authority_file;
         _cleanup_free_ char *capsule = NULL, *value = NULL;

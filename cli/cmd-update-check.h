@@ -28,6 +28,12 @@ int cli_next_boot(const cli *c, const tg_config *config, tg_next_boot *ret, tg_p
 int cli_prepare_prediction(const cli *c, const tg_config *config, tg_pcr_values *ret);
 
 /*
+ * The boots of a grace when --boots is not given: 1, or 1 + TG_CAPSULE_RESETS when a firmware
+ * capsule is staged (said), whose own resets count as boots.
+ */
+int cli_grace_boots_default(const cli *c, uint32_t *ret);
+
+/*
  * update check's findings, printed by nobody: {"ok", "volumes": [{"device", "tokens": [{"token", "opens"
  * (main|predicted|grace, null: will not open), "command", "malformed"}]}], "changes", "capsule_pending",
  * "bank", "pcr7_current", "pcr7_predicted"} (the last five absent when no volume has a tpmguard token).

@@ -29,7 +29,7 @@
 #include "util.h"
 
 static int prepare_one(const cli *c, const tg_config *config, const char *device, const tg_pcr_values *predicted,
-                       uint32_t changing) {
+                       uint32_t changing, uint32_t boots) {
         _cleanup_secret_ tg_secret *pin = NULL;
         tg_update_result res;
         char pcrs[96];
@@ -39,7 +39,7 @@ static int prepare_one(const cli *c, const tg_config *config, const char *device
         if (r < 0)
                 return r;
         r = tg_update_prepare(config, device, c->token, &(tg_update_params) {
-                                      .boots = c->boots ?: 1, .predicted = predicted, .pin = pin,
+                                      .boots = boots, .predicted = predicted, .pin = pin,
                                       .changing = changing, .event_log = c->event_log }, &res);
         if (r < 0)
                 return log_error_rc(r, "update prepare %s failed: %s.", device, tg_err_str(r));
@@ -140,6 +140,7 @@ static int finish_markers(const cli *c, const tg_config *config) {
 int cmd_update(const cli *c, tg_config *config) {
         tg_pcr_values predicted;
         bool prepare, have_prediction = false;
+        uint32_t grace_boots = 1;
         uint32_t changing = 0;
         int r = 0, k;
 
@@ -194,6 +195,12 @@ int cmd_update(const cli *c, tg_config *config) {
                                 return r;
                 }
         }
+        /* A grace's boots: --boots, else 1, or more with a capsule staged (cmd-update-check.h). */
+        if (prepare && !c->boots && c->n_pcr_values == 0) {
+                r = cli_grace_boots_default(c, &grace_boots);
+                if (r < 0)
+                        return r;
+        }
         /* Neither given: the prediction when a change is known, else a grace (cmd-update-check.h). */
         if (prepare && !c->boots && c->n_pcr_values == 0 && !c->changing) {
                 r = cli_prepare_prediction(c, config, &predicted);
@@ -215,7 +222,7 @@ int cmd_update(const cli *c, tg_config *config) {
 
                 if (prepare)
                         k = prepare_one(c, config, device, c->n_pcr_values > 0 || have_prediction ? &predicted : NULL,
-                                        changing);
+                                        changing, c->boots ?: grace_boots);
                 else {
                         if (c->from_marker) {
                                 _cleanup_crypt_ struct crypt_device *cd = NULL;

@@ -63,9 +63,12 @@ int tg_next_boot_verdict(const tg_next_boot *next, const tg_token *t, tg_next_ve
         for (unsigned i = 0; i < t->n_alt && i < TG_ALT_MAX; i++) {
                 const tg_token_alt *a = &t->alt[i];
 
-                /* resetCount + 1 at the next boot; a counter at its end never satisfies a bound. */
-                if (a->kind != TG_ALT_GRACE || next->reset_count == UINT32_MAX ||
-                    next->reset_count + 1 > a->reset_count_max)
+                /* resetCount + 1 at the next boot (+ a staged capsule's own resets, TG_CAPSULE_RESETS); a
+                 * counter near its end never satisfies a bound. */
+                uint32_t resets = 1 + (next->unpredictable ? TG_CAPSULE_RESETS : 0);
+
+                if (a->kind != TG_ALT_GRACE || next->reset_count > UINT32_MAX - resets ||
+                    next->reset_count + resets > a->reset_count_max)
                         continue;
                 /* The PCRs the grace keeps must hold their values at prepare in the predicted boot. */
                 if (pcrs_known && a->pcr_mask) {

@@ -50,5 +50,13 @@ const char *tg_next_verdict_to_string(tg_next_verdict v);
  * (optional) when one is pending, 0 when none. Reads at most TG_CAPSULE_INFO_MAX bytes of each.
  */
 #define TG_FWUPD_VENDOR_GUID "0abba7dc-e516-4167-bbf5-4d9d1c739416"
+/*
+ * TPM resets a staged capsule adds before the OS boots again: fwupd's EFI binary hands the capsule to
+ * the firmware and resets, and the firmware resets once more after flashing. Each reset is a
+ * Startup(CLEAR) (resetCount + 1), so a grace of one boot would have expired by the OS boot: the
+ * routine update would meet the recovery prompt. A grace made while a capsule is staged defaults to
+ * 1 + this many boots, and 'update check' counts them.
+ */
+#define TG_CAPSULE_RESETS 2u
 #define TG_CAPSULE_INFO_MAX 4096u
 int tg_capsule_pending(const char *efivars_dir, char **ret_what);

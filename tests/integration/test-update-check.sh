@@ -117,7 +117,13 @@ capsule_needs_grace() {
         pending_dbx
         expect_exit 14 check "$WORK/disk.img"
         refute_in "--pcr" "$OUT"
-        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" "$WORK/disk.img"
+        # A grace of one boot does not outlast the capsule's own resets (the firmware's Startup(CLEAR)s).
+        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 14 check "$WORK/disk.img"
+        # Without --boots, a capsule staged makes it three.
+        expect_exit 0 "$TPMGUARD" update prepare --pin-file "$WORK/pin" --efivars "$WORK/efivars" "$WORK/disk.img"
+        expect_in "the grace lasts 3 boots" "$ERR"
+        expect_in "for the next 3 boot(s)" "$OUT"
         expect_exit 0 check "$WORK/disk.img"
         expect_in "opens its grace seal" "$OUT"
 }
