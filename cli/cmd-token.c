@@ -453,7 +453,9 @@ int cmd_change_pin(const cli *c, tg_config *config) {
         r = tg_change_pin(config, c->args[0], c->token, pin, new_pin, &res);
         if (r < 0)
                 return log_error_rc(r, "Changing the PIN failed: %s.", tg_err_str(r));
-        printf("Changed the PIN of token %d (keyslot %d)", res.token, res.keyslot);
+        /* The secret is new (tg_change_pin): a copy of the old token, old PIN and all, opens nothing. */
+        printf("Changed the PIN of token %d: a new secret in keyslot %d replaces keyslot %d, so copies of the old "
+               "token no longer open the volume", res.token, res.keyslot, res.old_keyslot);
         print_sealed_policy(c, res.token);
         return 0;
 }
@@ -524,9 +526,9 @@ static int token_dry_run(const cli *c, const tg_config *config, const char *oper
                        c->unlock_key_file ? "--unlock-key-file" : "the recovery passphrase (the PCRs changed, no PIN "
                        "can unseal it)", free_slot, t.keyslot);
         else
-                printf("  seal token %d to %s (PCRs %s at %s), authorized by its current PIN, in keyslot %d%s\n", id,
-                       policy, pcrs[0] ? pcrs : "(none)", c->n_pcr_values ? "the given values" : "their current values",
-                       t.keyslot, t.version < 2 && t.pin ? " (a format 1 token moves to a new keyslot)" : "");
+                printf("  seal token %d to %s (PCRs %s at %s), authorized by its current PIN, with a new random "
+                       "secret in a new keyslot %d; then destroy keyslot %d\n", id, policy, pcrs[0] ? pcrs : "(none)",
+                       c->n_pcr_values ? "the given values" : "their current values", free_slot, t.keyslot);
         explicit_bzero(&t, sizeof t);
         return 0;
 }
@@ -669,11 +671,9 @@ int cmd_reseal(const cli *c, tg_config *config) {
                 return log_error_rc(r, "Resealing failed: %s.", tg_err_str(r));
         sealed = (tg_token) { .pcr_bank = p.pcr_bank, .pcr_mask = p.pcr_mask, .pin = new_pin != NULL };
         tg_token_policy_format(&sealed, policy, sizeof policy);
-        if (res.keyslot != res.old_keyslot)
-                printf("Resealed token %d into a new keyslot %d (keyslot %d removed): %s.\n", res.token, res.keyslot,
-                       res.old_keyslot, policy);
-        else
-                printf("Resealed token %d (keyslot %d): %s.\n", res.token, res.keyslot, policy);
+        /* Always a new secret (tg_reseal): a copy of the old token, sealed to the old PCR values, opens nothing. */
+        printf("Resealed token %d into a new keyslot %d with a new secret, replacing keyslot %d (copies of the old "
+               "token no longer open the volume): %s.\n", res.token, res.keyslot, res.old_keyslot, policy);
         /* The TOTP follows the token to the same values (cmd-totp.h), or says why it cannot. */
         return cmd_totp_follow(config, p.explicit_values, true);
 }

@@ -371,7 +371,7 @@ static const cli_command commands[] = {
           OPTS_SEAL | O(SECRET_FILE), CMD_CONFIG, cmd_seal },
         { "doctor", "[DEV...]", "Explain the whole state, with a next step for each problem",
           O(INITRD) | O(CRYPTTAB) | O(EAUTH) | O(NULL_NAME) | O(EVENT_LOG) | O(EFIVARS) | O(JSON), CMD_CONFIG, cmd_doctor },
-        { "change-pin", "DEV", "Change the PIN of a token (unseal, reseal with the new PIN)",
+        { "change-pin", "DEV", "Change the PIN of a token (a new secret in a new keyslot, sealed with the new PIN)",
           O(TOKEN) | O(PIN_FILE) | O(NEW_PIN_FILE) | O(ACCEPT_TOKEN_POLICY), CMD_CONFIG, cmd_change_pin },
         { "rotate", "DEV", "Move a token to a new random secret in a new keyslot",
           O(TOKEN) | O(PIN_FILE) | O(ACCEPT_TOKEN_POLICY) | O(DRY_RUN), CMD_CONFIG, cmd_rotate },

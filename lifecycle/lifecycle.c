@@ -21,10 +21,11 @@
  * one write of the JSON area with a new sequence number (two copies, the
  * newer valid one wins on load), so each crypt_* call below is atomic.
  * Ordering does the rest:
- *   - same keyslot (change-pin, reseal by unsealing): the new token replaces
- *     the old one in a single crypt_token_json_set() on the same token id;
- *     before it the old credential works, after it the new one does;
- *   - new keyslot (rotate, reseal by passphrase): marker token written,
+ *   - same keyslot (update prepare, which adds an update seal of the same
+ *     secret): the new token replaces the old one in a single
+ *     crypt_token_json_set() on the same token id; before it the old
+ *     credential works, after it the new one does;
+ *   - new keyslot (change-pin, rotate, reseal; update finish): marker token written,
  *     keyslot added, marker bound to it, seal and test, token switched to
  *     the new keyslot in one write, old keyslot destroyed, marker removed.
  *     Until the switch the old token and keyslot are untouched; from the

@@ -25,10 +25,12 @@
 /*
  * New keyslot, one keyslot change (keyslot-change.h): marker, keyslot
  * (authorized by authorization), marker bound, seal + test, token switched,
- * old keyslot destroyed, marker removed.
+ * old keyslot destroyed, marker removed. expected_policy (or NULL): the policy
+ * the new seal must have, checked before anything is switched.
  */
 static int move_to_new_keyslot_steps(tg_lifecycle *lc, const char *operation, const tg_secret *authorization,
-                                     const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+                                     const tg_seal_params *params, bool test, const TPM2B_DIGEST *expected_policy,
+                                     tg_lifecycle_result *ret) {
         _cleanup_secret_ tg_secret *secret = NULL;
         _cleanup_free_ char *token_json = NULL;
         tg_keyslot_change change;
@@ -37,7 +39,9 @@ static int move_to_new_keyslot_steps(tg_lifecycle *lc, const char *operation, co
 
         new_keyslot = tg_luks_keyslot_free(lc->cd, lc->device);
         if (new_keyslot < 0)
-                return new_keyslot;
+                return log_error_rc(new_keyslot, "The new secret needs a free keyslot: remove a keyslot %s no "
+                                    "longer needs ('cryptsetup luksDump %s' lists them). Nothing was changed.",
+                                    lc->device, lc->device);
         r = tg_keyslot_secret_new(&secret);
         if (r < 0)
                 return r;
@@ -64,6 +68,13 @@ static int move_to_new_keyslot_steps(tg_lifecycle *lc, const char *operation, co
         r = tg_lifecycle_seal_and_test(lc, params, secret, new_keyslot, test, &t);
         if (r < 0)
                 goto undo;
+        /* The PCR values read for the new seal are not the ones the unseal just proved (an extend in
+         * between, or a bus that lies about them): the token would follow them. */
+        if (expected_policy && (t.policy_hash.size != expected_policy->size ||
+                                memcmp(t.policy_hash.buffer, expected_policy->buffer, expected_policy->size) != 0)) {
+                r = log_error_rc(-TG_ERR_PCR_MISMATCH, "The PCR values changed while the new seal was made. Try again.");
+                goto undo;
+        }
         r = tg_interrupt_check("after sealing");
         if (r < 0)
                 goto undo;
@@ -93,6 +104,13 @@ static int move_to_new_keyslot_steps(tg_lifecycle *lc, const char *operation, co
                 return log_error_rc(r, "Token %d now uses keyslot %d, but the old keyslot %d is left over; "
                                     "run 'tpmguard cleanup %s'.", lc->token_id, new_keyslot, change.marker.old_keyslot,
                                     lc->device);
+        /* Kept (shared with another token, or not provably ours; the resolve said why): the old secret,
+         * and so every saved copy of the old token, still opens the volume through it. */
+        if (tg_luks_keyslot_active(lc->cd, change.marker.old_keyslot))
+                log_warning("Keyslot %d, which the old secret opens, was kept: copies of token %d as it was before "
+                            "still open %s until that keyslot is gone ('cryptsetup luksKillSlot %s %d' once nothing "
+                            "else needs it).", change.marker.old_keyslot, lc->token_id, lc->device, lc->device,
+                            change.marker.old_keyslot);
         *ret = (tg_lifecycle_result) { .token = lc->token_id, .keyslot = new_keyslot,
                                        .old_keyslot = change.marker.old_keyslot };
         return 0;
@@ -105,11 +123,12 @@ undo:
 
 /* SIGINT/SIGTERM/SIGHUP in between: undone at the next step (lib/interrupt.h). */
 static int move_to_new_keyslot(tg_lifecycle *lc, const char *operation, const tg_secret *authorization,
-                               const tg_seal_params *params, bool test, tg_lifecycle_result *ret) {
+                               const tg_seal_params *params, bool test, const TPM2B_DIGEST *expected_policy,
+                               tg_lifecycle_result *ret) {
         int r;
 
         tg_interrupt_begin();
-        r = move_to_new_keyslot_steps(lc, operation, authorization, params, test, ret);
+        r = move_to_new_keyslot_steps(lc, operation, authorization, params, test, expected_policy, ret);
         if (tg_interrupt_end() != 0 && r >= 0)
                 log_notice("Interrupted after the change was complete: it is kept.");
         return r;
@@ -117,13 +136,35 @@ static int move_to_new_keyslot(tg_lifecycle *lc, const char *operation, const tg
 
 /* ---- the operations ---- */
 
+/*
+ * A token that held update seals ('update prepare') loses them: they hold the old secret, which the
+ * old keyslot alone accepts. Said, so the update is prepared again before the reboot into it.
+ */
+static void alternates_dropped_notice(const tg_lifecycle *lc, const char *operation) {
+        if (lc->token.n_alt > 0)
+                log_notice("Token %d held an update seal of 'tpmguard update prepare'; it holds the old secret, so "
+                           "%s dropped it. Before rebooting into the update, run 'tpmguard update prepare %s' again.",
+                           lc->token_id, operation, lc->device);
+}
+
+/*
+ * A new secret in a new keyslot, always (rotate's crash-safe keyslot change), never the same
+ * secret under a new PIN. Threat: the header is plaintext, so whoever learnt the old PIN may
+ * have copied the token; were the secret kept, writing that copy back would open the volume
+ * with the old PIN after the owner changed it. The old keyslot, which every old copy opens, is
+ * destroyed once the new one is proven. No case keeps the secret: a no-PIN token's old copy
+ * opens with no PIN at all (worse after a PIN is added), and removing the PIN gains nothing by
+ * keeping it; a keyslot another token shares is kept by the keyslot change, which says so.
+ * The marker's operation is "rotate": the same transaction, readable by every version.
+ */
 int tg_change_pin(const tg_config *config, const char *device, int token,
                   const tg_secret *pin, const tg_secret *new_pin, tg_lifecycle_result *ret) {
         _cleanup_(tg_lifecycle_done) tg_lifecycle lc = {};
         _cleanup_secret_ tg_secret *secret = NULL;
         tg_seal_params params;
-        tg_token t;
+        tg_lifecycle_result res;
         TPM2B_DIGEST expected;
+        bool check_policy;
         int r;
 
         r = tg_lifecycle_begin(&lc, config, device, token, true);
@@ -136,37 +177,21 @@ int tg_change_pin(const tg_config *config, const char *device, int token,
         if (r < 0)
                 return r;
 
-        /* The unseal proved the current PCR values satisfy the policy, so sealing to them keeps it. */
+        /* The unseal proved the current PCR values satisfy the policy, so sealing to them keeps it:
+         * with the PIN kept or changed (not added or removed), the new seal has the old policy. */
         params = tg_lifecycle_seal_params_like(&lc.token, new_pin, config);
-        if (tg_token_exposed_to_leaking_tpm(&lc.token) && new_pin) {
-                /*
-                 * Format 1 → 2 (docs/token-format.md): the old secret was sealed unmasked, and every
-                 * copy of the token still holds that blob, which a TPM that leaks gives up without the
-                 * PIN. Masking the same secret would leave those copies as good as ever: the upgrade
-                 * moves to a new secret in a new keyslot (rotate's crash-safe keyslot change), and the
-                 * old keyslot, which the old blob opens, is destroyed. (A full header backup made
-                 * before keeps that keyslot and the volume key: docs/security.md says what to do.)
-                 */
+        check_policy = lc.token.pin == (new_pin != NULL) && !tg_token_exposed_to_leaking_tpm(&lc.token);
+        expected = lc.token.policy_hash;
+        if (tg_token_exposed_to_leaking_tpm(&lc.token))
+                /* Format 1 → 2 (docs/token-format.md): the old blob was sealed unmasked. */
                 log_info("Token %d is format 1: moving it to a new secret in a new keyslot (format 2).", lc.token_id);
-                return move_to_new_keyslot(&lc, "rotate", secret, &params, true, ret ? ret : &(tg_lifecycle_result) {});
-        }
-        r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, true, &t);
-        if (r < 0)
-                return log_error_rc(r, "Nothing was changed.");
-        if (lc.token.pin == (new_pin != NULL)) {
-                expected = lc.token.policy_hash;
-                if (t.policy_hash.size != expected.size || memcmp(t.policy_hash.buffer, expected.buffer, expected.size) != 0) {
-                        explicit_bzero(&t, sizeof t);
-                        return log_error_rc(-TG_ERR_PCR_MISMATCH, "The PCR values changed while the PIN was being "
-                                            "changed; nothing was changed. Try again.");
-                }
-        }
-        r = tg_lifecycle_replace_token(&lc, &t);
-        explicit_bzero(&t, sizeof t);
+        r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, check_policy ? &expected : NULL, &res);
+        explicit_bzero(&expected, sizeof expected);
         if (r < 0)
                 return r;
+        alternates_dropped_notice(&lc, "change-pin");
         if (ret)
-                *ret = (tg_lifecycle_result) { .token = lc.token_id, .keyslot = lc.token.keyslot, .old_keyslot = lc.token.keyslot };
+                *ret = res;
         return 0;
 }
 
@@ -187,7 +212,7 @@ int tg_rotate(const tg_config *config, const char *device, int token, const tg_s
         if (r < 0)
                 return r;
         params = tg_lifecycle_seal_params_like(&lc.token, lc.token.pin ? pin : NULL, config);
-        r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, &res);
+        r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, NULL, &res);
         if (r < 0)
                 return r;
         if (ret)
@@ -201,7 +226,6 @@ int tg_reseal(const tg_config *config, const char *device, int token,
         _cleanup_secret_ tg_secret *secret = NULL;
         tg_seal_params params;
         tg_lifecycle_result res;
-        tg_token t;
         bool test;
         int r;
 
@@ -241,7 +265,7 @@ int tg_reseal(const tg_config *config, const char *device, int token,
                 if (r < 0)
                         return log_error_rc(-TG_ERR_BAD_PIN, "No keyslot of %s opens with the given passphrase: "
                                             "nothing was changed.", device);
-                r = move_to_new_keyslot(&lc, "reseal", p->unlock_passphrase, &params, test, &res);
+                r = move_to_new_keyslot(&lc, "reseal", p->unlock_passphrase, &params, test, NULL, &res);
                 if (r < 0)
                         return r;
         } else {
@@ -251,26 +275,20 @@ int tg_reseal(const tg_config *config, const char *device, int token,
                                             "reseal with the recovery passphrase: --unlock-key-file F.", lc.token_id);
                 if (r < 0)
                         return r;
-                if (tg_token_exposed_to_leaking_tpm(&lc.token) && params.pin) {
-                        /* Format 1 → 2, as change-pin: the old, unmasked blob must open nothing. */
+                /*
+                 * A new secret in a new keyslot, as change-pin. Threat: a saved copy of the token
+                 * sealed to the PCR values before (a rollback to the old boot chain) or to the old
+                 * PIN; were the secret kept, writing it back would open the volume in that state.
+                 * Format 1 tokens move for the same reason (the old, unmasked blob opens nothing).
+                 */
+                if (tg_token_exposed_to_leaking_tpm(&lc.token))
                         log_info("Token %d is format 1: moving it to a new secret in a new keyslot (format 2).",
                                  lc.token_id);
-                        r = move_to_new_keyslot(&lc, "reseal", secret, &params, test, &res);
-                        if (r < 0)
-                                return r;
-                        if (ret)
-                                *ret = res;
-                        return 0;
-                }
-                r = tg_lifecycle_seal_and_test(&lc, &params, secret, lc.token.keyslot, test, &t);
-                if (r < 0)
-                        return log_error_rc(r, "Nothing was changed.");
-                r = tg_lifecycle_replace_token(&lc, &t);
-                explicit_bzero(&t, sizeof t);
+                r = move_to_new_keyslot(&lc, "reseal", secret, &params, test, NULL, &res);
                 if (r < 0)
                         return r;
-                res = (tg_lifecycle_result) { .token = lc.token_id, .keyslot = lc.token.keyslot, .old_keyslot = lc.token.keyslot };
         }
+        alternates_dropped_notice(&lc, "reseal");
         if (ret)
                 *ret = res;
         return 0;
@@ -558,7 +576,7 @@ int tg_update_finish(const tg_config *config, const char *device, int token, con
          * accepts once the old keyslot is destroyed.
          */
         params = tg_lifecycle_seal_params_like(&lc.token, lc.token.pin ? pin : NULL, config);
-        r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, &res);
+        r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, NULL, &res);
         if (r < 0)
                 return r;
         tg_update_record_remove(config->state_dir, crypt_get_uuid(lc.cd));

@@ -10,10 +10,11 @@
 #include "secret.h"
 
 /*
- * Unseal with pin (over a verified session), reseal the same secret with
- * new_pin (fresh salt; same PCR policy), test-unseal it, and replace the
- * token in one header write. A wrong pin changes nothing. new_pin NULL
- * removes the PIN.
+ * Unseal with pin (over a verified session), then as rotate: a new random
+ * secret in a new keyslot, sealed with new_pin (same PCR policy, checked
+ * against the old policy digest) and test-unsealed, the token switched to it,
+ * the old keyslot destroyed, so no copy of the old token opens anything. A
+ * wrong pin changes nothing. new_pin NULL removes the PIN.
  */
 int tg_change_pin(const tg_config *config, const char *device, int token,
                   const tg_secret *pin, const tg_secret *new_pin, tg_lifecycle_result *ret);
@@ -38,11 +39,11 @@ typedef struct tg_reseal_params {
 
 /*
  * Seal to new PCR values under the policy the caller gives (never the old
- * token's fields). Authorized by unsealing the current secret (then
- * the token is replaced in one write, the keyslot stays), or, with
- * unlock_passphrase, by a passphrase of the volume (then a new keyslot with
- * a new secret is added and the old token and keyslot are dropped, as in
- * rotate). When the new policy cannot be tested now (explicit values that
+ * token's fields). Authorized by unsealing the current secret, or, with
+ * unlock_passphrase, by a passphrase of the volume. Either way, as in
+ * rotate: a new keyslot with a new secret, the token switched to it, the old
+ * keyslot destroyed, so no copy of the old token opens the PCR state it was
+ * sealed to. When the new policy cannot be tested now (explicit values that
  * differ from the current ones), the test unseal is skipped with a warning.
  */
 int tg_reseal(const tg_config *config, const char *device, int token,
