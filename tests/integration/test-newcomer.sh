@@ -460,7 +460,7 @@ dry_run_changes_nothing() {
         expect_exit 0 "$TPMGUARD" rotate --dry-run "$WORK/disk.img" </dev/null
         expect_in "move token 0 (sha256 PCRs 7, PIN) from keyslot 1 to a new keyslot 2" "$OUT"
         expect_exit 0 "$TPMGUARD" reseal --dry-run --pcrs 7 "$WORK/disk.img" </dev/null
-        expect_in "authorized by its current PIN, in keyslot 1" "$OUT"
+        expect_in "authorized by its current PIN, with a new random secret in a new keyslot 2; then destroy keyslot 1" "$OUT"
         expect_exit 0 "$TPMGUARD" remove --dry-run "$WORK/disk.img" </dev/null
         expect_in "destroy keyslot 1, then remove token 0" "$OUT"
         pcr7_extend

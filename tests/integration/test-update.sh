@@ -149,6 +149,28 @@ grace_then_finish() {
         expect_in "suspect tampering" "$(cat "$WORK/out")"
 }
 
+# change-pin moves the token to a new secret (security review: an old token copy
+# opened the volume with the old PIN): the update seal, which holds the old
+# secret, is dropped, and the command says to prepare the update again; that
+# works with the new PIN, through the grace and the finish.
+test_case change_pin_drops_update_seal_and_says_so
+change_pin_drops_update_seal_and_says_so() {
+        enrolled_at_a
+        printf '5678\n' >"$WORK/pin2"
+        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --pin-file "$WORK/pin" "$WORK/disk.img"
+        expect_exit 0 "$TPMGUARD" change-pin --pin-file "$WORK/pin" --new-pin-file "$WORK/pin2" "$WORK/disk.img"
+        expect_in "held an update seal of 'tpmguard update prepare'" "$ERR"
+        expect_in "run 'tpmguard update prepare $WORK/disk.img' again" "$ERR"
+        [ "$(cryptsetup token export --token-id 0 "$WORK/disk.img" |
+                python3 -c 'import json,sys; print(len(json.load(sys.stdin).get("alternates", [])))')" = 0 ]
+        pin_opens "$WORK/pin2"
+        expect_exit 0 "$TPMGUARD" update prepare --boots 1 --pin-file "$WORK/pin2" "$WORK/disk.img"
+        boot C
+        expect_exit 0 token_open_v <"$WORK/pin2"
+        expect_in "update grace" "$ERR$OUT"
+        refute pin_opens "$WORK/pin"
+}
+
 # review10 H1 (its poc_finish_binds_any_chain): an unprepared chain C booted during a grace (an
 # evil maid's) opens with the PIN, but 'update finish', as the unit runs it, refuses to bind the
 # token to it: the token is unchanged and chain A still opens.
