@@ -182,7 +182,7 @@ int tg_change_pin(const tg_config *config, const char *device, int token,
         params = tg_lifecycle_seal_params_like(&lc.token, new_pin, config);
         check_policy = lc.token.pin == (new_pin != NULL) && !tg_token_exposed_to_leaking_tpm(&lc.token);
         expected = lc.token.policy_hash;
-        if (tg_token_exposed_to_leaking_tpm(&lc.token))
+        if (tg_token_exposed_to_leaking_tpm(&lc.token) && new_pin)
                 /* Format 1 → 2 (docs/token-format.md): the old blob was sealed unmasked. */
                 log_info("Token %d is format 1: moving it to a new secret in a new keyslot (format 2).", lc.token_id);
         r = move_to_new_keyslot(&lc, "rotate", secret, &params, true, check_policy ? &expected : NULL, &res);
@@ -281,7 +281,7 @@ int tg_reseal(const tg_config *config, const char *device, int token,
                  * PIN; were the secret kept, writing it back would open the volume in that state.
                  * Format 1 tokens move for the same reason (the old, unmasked blob opens nothing).
                  */
-                if (tg_token_exposed_to_leaking_tpm(&lc.token))
+                if (tg_token_exposed_to_leaking_tpm(&lc.token) && params.pin)
                         log_info("Token %d is format 1: moving it to a new secret in a new keyslot (format 2).",
                                  lc.token_id);
                 r = move_to_new_keyslot(&lc, "reseal", secret, &params, test, NULL, &res);
