@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later
 # Interruptions (issue 15 §4): SIGINT at every fault point (lib/fault.h,
 # TPMGUARD_FAULT_SIGNAL_AT: after every header write and every TPM command)
-# of enroll, rotate and update finish. After each run the volume is as before (interrupted:
+# of enroll, rotate, change-pin and update finish. After each run the volume is as before (interrupted:
 # exit 18, or killed by the signal before the first write) or the operation
 # is complete (exit 0): never a keyslot without a token, never a marker left.
 # And a crash (SIGKILL-like _exit) right after enroll's keyslot write leaves
@@ -114,6 +114,42 @@ rotate_sigint_keeps_old_or_new() {
         done
         echo "# rotate: $n points" >&2
         with_plugin cryptsetup open --test-passphrase --token-only --token-type tpmguard "$WORK/disk.img" <"$WORK/pin"
+}
+
+# change-pin is rotate with a new PIN: interrupted at any point, exactly one of the
+# old and the new PIN opens the volume (undone, exit 18: the old one), never a marker left.
+test_case change_pin_sigint_keeps_old_or_new
+change_pin_sigint_keeps_old_or_new() {
+        tpm_setup
+        "$TPMGUARD" provision >/dev/null
+        make_luks "$WORK/disk.img"
+        printf '1234\n' >"$WORK/pin"
+        printf '5678\n' >"$WORK/pin2"
+        enroll >/dev/null 2>&1
+        local n=1 rc cur=$WORK/pin other=$WORK/pin2 t swapped
+        while :; do
+                rc=0
+                TPMGUARD_FAULT_SIGNAL_AT=$n "$TPMGUARD" change-pin --pin-file "$cur" --new-pin-file "$other" \
+                        "$WORK/disk.img" >"$WORK/out" 2>&1 || rc=$?
+                flush_dead_process
+                grep -q "fault-injection: SIGINT at point $n" "$WORK/out" || break
+                header_is 2 1 0 ||
+                        { cat "$WORK/out" >&2; echo "# point $n: exit $rc left keyslots=$(active_keyslots) markers=$(pending_markers)" >&2; return 1; }
+                case $rc in 0 | 18 | 130) ;; *) cat "$WORK/out" >&2; echo "# point $n: exit $rc" >&2; return 1 ;; esac
+                # Exit 0, or killed by the signal after the last write (130): the new PIN.
+                swapped=0
+                if ! pin_opens "$cur"; then
+                        [ "$rc" != 18 ] || { echo "# point $n: undone (exit 18), but the old PIN does not open" >&2; return 1; }
+                        t=$cur; cur=$other; other=$t; swapped=1
+                        pin_opens "$cur" || { echo "# point $n: exit $rc, and neither PIN opens" >&2; return 1; }
+                elif pin_opens "$other"; then
+                        echo "# point $n: both PINs open" >&2; return 1
+                fi
+                [ "$rc" != 0 ] || [ "$swapped" = 1 ] || { echo "# point $n: exit 0, but the old PIN still opens" >&2; return 1; }
+                n=$((n + 1))
+        done
+        [ "$n" -gt 5 ] || { echo "# only $n fault points in change-pin" >&2; return 1; }
+        echo "# change-pin: $n points" >&2
 }
 
 # update finish (docs/design.md §9.2) is rotate through an update seal: interrupted at any point,
