@@ -39,6 +39,19 @@ sys.exit(0 if any(a.get("attack") == sys.argv[2] for a in f.get("attacks", [])) 
                 { echo "# the interposer did not record a $1 attack" >&2; return 1; }
 }
 
+# refused_after_prompts N ATTACK INTERPOSER-ARGS...: an open through that attack (the right PIN at
+# every prompt) fails, the interposer recorded it, and the PIN was asked for N times.
+refused_after_prompts() {
+        local prompts=$1 attack=$2
+        shift 2
+        interposer_start "$@"
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked through $attack $*" >&2; return 1; }
+        attacked "$attack"
+        [ "$PROMPTS" = "$prompts" ] || { echo "# $PROMPTS PIN prompts after $attack $* (expected $prompts)" >&2; return 1; }
+}
+
 same_da() {
         local after
         after=$(da_counter)
@@ -89,14 +102,9 @@ redirected_salt_is_tampering() {
         for cache in warm cold; do
                 [ "$cache" = cold ] && rm -f "$WORK/run/null-key.json"
                 before=$(da_counter)
-                interposer_start --mode redirect-salt --redirect-salt-type policy
-                pty_open 3 1234 1234 1234
-                interposer_stop
-                [ "$RC" != 0 ] || { echo "# $cache: unlocked through a redirected salt" >&2; return 1; }
-                attacked redirect-salt
                 # The policy session is started, proven and checked in the PIN-less call (issue 33), so
                 # the redirected salt shows before any PIN is asked for.
-                [ "$PROMPTS" = 0 ] || { echo "# $cache: $PROMPTS PIN prompts (asked for a PIN over a redirected salt)" >&2; return 1; }
+                refused_after_prompts 0 redirect-salt --mode redirect-salt --redirect-salt-type policy
                 tty_has "Interposer suspected"
                 tty_lacks "Wrong PIN"
                 tty_lacks "Try again"
@@ -218,12 +226,7 @@ forged_pcr_mismatch_is_tampering() {
         # The first byte of policyDigest (after its size) in the first PolicyGetDigest response: the
         # read without a session; the confirmation over the session is left alone, and the match
         # it reads shows the forgery.
-        interposer_start --mode tamper --tamper PolicyGetDigest:2:0x01:1
-        pty_open 3 1234 1234 1234
-        interposer_stop
-        [ "$RC" != 0 ] || { echo "# unlocked through a forged policy digest" >&2; return 1; }
-        attacked tamper
-        [ "$PROMPTS" = 0 ] || { echo "# $PROMPTS PIN prompts" >&2; return 1; }
+        refused_after_prompts 0 tamper --mode tamper --tamper PolicyGetDigest:2:0x01:1
         tty_has "the first answer was forged on the TPM bus"
         tty_lacks "no longer match the token"
         tty_lacks "Wrong PIN"
@@ -284,12 +287,7 @@ forged_lockout_read_is_tampering() {
         expect_exit 0 "$TPMGUARD" verify --record
         rm -f "$WORK/run/da-state.json"
         before=$(da_counter)
-        interposer_start --mode tamper --tamper GetCapability:15:0x02
-        pty_open 3 1234 1234 1234
-        interposer_stop
-        [ "$RC" != 0 ] || { echo "# unlocked through a forged DA state" >&2; return 1; }
-        attacked tamper
-        [ "$PROMPTS" = 0 ] || { echo "# $PROMPTS PIN prompts after the forged lockout was caught" >&2; return 1; }
+        refused_after_prompts 0 tamper --mode tamper --tamper GetCapability:15:0x02
         tty_has "nterposer"
         tty_lacks "dictionary-attack lockout"
         same_da "$before"
@@ -314,12 +312,8 @@ forged_unseal_refusals_are_tampering() {
         # TPM_RC_POLICY_FAIL, TPM_RC_LOCKOUT, TPM_RC_AUTH_FAIL (session 1), TPM_RC_PCR_CHANGED
         for forged in 0x99d 0x921 0x98e 0x128; do
                 before=$(da_counter)
-                interposer_start --mode forge-rc --forge-rc "Unseal:1:$forged"
-                pty_open 3 1234 1234 1234
-                interposer_stop
-                [ "$RC" != 0 ] || { echo "# $forged: unlocked" >&2; return 1; }
-                attacked forge-rc
-                [ "$PROMPTS" = 1 ] || { echo "# $forged: $PROMPTS PIN prompts (the alarm must end it)" >&2; return 1; }
+                # One PIN typed: the alarm ends the open.
+                refused_after_prompts 1 forge-rc --mode forge-rc --forge-rc "Unseal:1:$forged"
                 tty_has "Interposer suspected"
                 tty_lacks "Wrong PIN"
                 tty_lacks "PCR mismatch"
