@@ -41,6 +41,7 @@ int tg_log_alert_internal(int rc, const char *func, const char *format, ...) _pr
  */
 #define log_debug_rc(rc, ...)   ({ int _tg_log_rc_ = (rc); (void) tg_log_internal(LOG_DEBUG, _tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
 #define log_error_rc(rc, ...)   ({ int _tg_log_rc_ = (rc); (void) tg_log_internal(LOG_ERR, _tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
+#define log_warning_rc(rc, ...) ({ int _tg_log_rc_ = (rc); (void) tg_log_internal(LOG_WARNING, _tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
 #define log_notice_rc(rc, ...)  ({ int _tg_log_rc_ = (rc); (void) tg_log_internal(LOG_NOTICE, _tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
 #define log_alert_rc(rc, ...)   ({ int _tg_log_rc_ = (rc); (void) tg_log_alert_internal(_tg_log_rc_, __func__, __VA_ARGS__); _tg_log_rc_; })
 

@@ -671,8 +671,8 @@ static void parent_done(tg_verified_tpm *v, tg_handle *parent) {
  * with an error of its choosing: AUTH_FAIL reads as a wrong PIN, POLICY_FAIL as a PCR mismatch (and
  * the advice to reseal), LOCKOUT sends the user to the recovery passphrase; "retry" makes ESAPI send
  * the same Unseal again, each a dictionary-attack try when the PIN was wrong. So:
- *  - after "retry", one resend only (trust/tcti.c: a genuine TPM needs one), and a refused second
- *    is said here;
+ *  - after "retry", one resend only (trust/tcti.c: a genuine TPM needs one); a second "retry"
+ *    is checked like any refusal below, and said;
  *  - a successful Unseal ends the policy session (continueSession clear) and a refused one leaves
  *    it open, so one command in that session, as its encrypt session (its response HMAC checked by
  *    ESAPI), tells them apart: a session the TPM no longer holds, or an answer failing its HMAC, is
@@ -690,15 +690,9 @@ static bool unseal_rc_not_loaded(TSS2_RC rc) {
 static int unseal_refusal_check(tg_verified_tpm *v, const tg_token *token, ESYS_TR policy, TSS2_RC rc) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_free_ TPM2B_DIGEST *digest = NULL;
+        bool resend_refused = tg_tpm_unseal_resend_refused(esys);
         TSS2_RC prc;
 
-        if (tg_tpm_unseal_resend_refused(esys))
-                return log_error_rc(-TG_ERR_PIN_RETRY,
-                                    "The TPM answered the PIN's Unseal with \"%s\" twice. It was not sent a third "
-                                    "time: if that answer was forged on the TPM bus after the TPM had checked the "
-                                    "PIN, each resend would cost another dictionary-attack try. Type the PIN again; "
-                                    "if this repeats, suspect the TPM bus and run 'tpmguard doctor'.",
-                                    Tss2_RC_Decode(rc));
         if ((rc & TSS2_RC_LAYER_MASK) != TSS2_TPM_RC_LAYER)
                 return 0;   /* not the TPM's answer: the transport's or ESAPI's own, named by the caller */
         (void) Esys_TRSess_SetAttributes(esys, policy, TPMA_SESSION_CONTINUESESSION | TPMA_SESSION_ENCRYPT, 0xff);
@@ -720,13 +714,21 @@ static int unseal_refusal_check(tg_verified_tpm *v, const tg_token *token, ESYS_
                                     "(%s), which the TPM ends only when the Unseal succeeds: the refusal was forged "
                                     "on the TPM bus. Interposer suspected; no secret was received, and this is not "
                                     "a wrong PIN. Use the recovery passphrase and run 'tpmguard doctor'.",
-                                    Tss2_RC_Decode(rc), Tss2_RC_Decode(prc));
+                                    resend_refused ? "\"retry\", twice" : Tss2_RC_Decode(rc), Tss2_RC_Decode(prc));
         if (tg_tpm_rc_base(rc) == TPM2_RC_POLICY_FAIL && digest_is_policy(digest, token))
                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                     "The TPM's answer to the Unseal says its policy failed, but the policy session "
                                     "holds exactly the token's policy: the answer was forged on the TPM bus. "
                                     "Interposer suspected; this is not a PCR change (do not reseal). Use the "
                                     "recovery passphrase and run 'tpmguard doctor'.");
+        /* The session alive: the TPM did not unseal (busy, or a wrong PIN's answer replaced). */
+        if (resend_refused)
+                return log_error_rc(-TG_ERR_PIN_RETRY,
+                                    "The TPM answered the PIN's Unseal with \"retry\" twice. It was not sent a third "
+                                    "time: if that answer was forged on the TPM bus after the TPM had checked the "
+                                    "PIN, each resend would cost another dictionary-attack try. Type the PIN again "
+                                    "(this counts as one of the PIN tries); if this repeats, suspect the TPM bus and "
+                                    "run 'tpmguard doctor'.");
         return 0;
 }
 
@@ -787,8 +789,13 @@ static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_sec
                         goto wipe_auth;
                 }
                 r = policy_run(v, token, policy->tr);
-                if (r < 0)
+                if (r < 0) {
+                        /* A PolicyRestart's success is unauthenticated too: was the Unseal executed? */
+                        int k = unseal_refusal_check(v, token, policy->tr, TSS2_TPM_RC_LAYER | TPM2_RC_PCR_CHANGED);
+
+                        r = k == -TG_ERR_INTERPOSER ? k : r;
                         goto wipe_auth;
+                }
         }
         r = rc == TSS2_RC_SUCCESS ? 0 : unseal_refusal_check(v, token, policy->tr, rc);
 wipe_auth:

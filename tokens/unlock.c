@@ -443,6 +443,7 @@ typedef struct pin_turn {
         const char *cache_dir;
         const tg_secret *pin;   /* NULL: no turn to take */
         bool *skipped;          /* this token's: a stale copy was not sent once already (NULL: never skip) */
+        bool stale_skipped;     /* this call's PIN was such a copy, not sent */
         int lock;
 } pin_turn;
 
@@ -462,7 +463,7 @@ static int pin_turn_take(void *userdata) {
          * is tried the second time rather than skipped until the record expires.
          */
         if (t->skipped && !*t->skipped && tg_pin_cache_refused_before(t->pin)) {
-                *t->skipped = true;
+                *t->skipped = t->stale_skipped = true;
                 return log_notice_rc(-TG_ERR_PIN_RETRY, "Not trying this PIN: the TPM refused it a moment ago for "
                                      "another volume (no dictionary-attack try spent). If it is this volume's PIN, "
                                      "type it again.");
@@ -492,7 +493,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         tg_tpm_counters counters = {};
         _cleanup_(pin_turn_end) pin_turn turn = { .lock = -1 };
         tg_unseal_gate gate = { pin_turn_take, &turn };
-        int r;
+        int r, k;
 
         r = tg_token_from_string(token_json, &token);
         if (r >= 0)
@@ -562,18 +563,27 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                         da_known = tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0;
                         if (da_known && tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
                                                             config->pin_da_reserve) == 0) {
-                                /* A refusal only from an audited read: see da_read_audited(). */
+                                /* A refusal only from an audited read (da_read_audited()), over a connection of
+                                 * its own: this one, and what it prepared, go first. */
+                                tg_handle_release(&object);
+                                tg_handle_release(&policy);
+                                tg_verified_tpm_free(TAKE_PTR(v));
                                 r = da_read_audited(config, &da);
                                 if (r == -TG_ERR_INTERPOSER)
                                         return r;
+                                if (r >= 0 && da.max_failures > 0 &&
+                                    tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
+                                                        config->pin_da_reserve) > 0) {
+                                        (void) tg_vcache_da_store(config, &da);
+                                        return log_warning_rc(-TG_ERR_PIN_RETRY,
+                                                              "The TPM's dictionary-attack state, read without a "
+                                                              "session, left no PIN tries; read over the verified "
+                                                              "session it leaves some. The PIN was not tried: type it "
+                                                              "again. If this repeats, suspect the TPM bus and run "
+                                                              "'tpmguard doctor'.");
+                                }
                                 if (r >= 0)
                                         da_known = da.max_failures > 0;
-                                if (da_known && r >= 0 && tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
-                                                                  config->pin_da_reserve) > 0)
-                                        log_warning("The TPM's dictionary-attack state, read without a session, left "
-                                                    "no PIN tries; read over the verified session it leaves some: "
-                                                    "trying the PIN. If this repeats, suspect the TPM bus and run "
-                                                    "'tpmguard doctor'.");
                         }
                         if (da_known)
                                 (void) tg_vcache_da_store(config, &da);
@@ -605,9 +615,22 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 if (wrong)
                         (*wrong)++;
                 if (da_known && tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0) {
-                        (void) tg_vcache_da_store(config, &da);
                         spendable = tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
                                                         config->pin_da_reserve);
+                        /* "No tries left" ends the unlock: only from an audited read (da_read_audited()). */
+                        if (spendable == 0) {
+                                tg_handle_release(&object);
+                                tg_handle_release(&policy);
+                                tg_verified_tpm_free(TAKE_PTR(v));
+                                k = da_read_audited(config, &da);
+                                if (k == -TG_ERR_INTERPOSER)
+                                        return k;
+                                if (k >= 0)
+                                        spendable = da.max_failures == 0 ? 1 :
+                                                tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
+                                                                    config->pin_da_reserve);
+                        }
+                        (void) tg_vcache_da_store(config, &da);
                 }
                 if (!wrong || *wrong >= config->pin_tries)
                         return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries for this unlock (pin_tries = %u): "
@@ -623,10 +646,36 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
         }
         if (r == -TG_ERR_PIN_RETRY) {
                 /* A stale copy not sent (pin_turn_take()): the TPM saw nothing. An Unseal answered
-                 * "retry" and not sent again (tokens/seal.c): the TPM may have counted it, so this
-                 * boot's DA state is read live next time. */
+                 * "retry" twice (tokens/seal.c): the TPM may have counted it, so this boot's DA state
+                 * is read live next time, and it is one of this unlock's PIN tries. */
                 tg_vcache_da_drop(config);
+                if (!turn.stale_skipped && wrong && ++*wrong >= config->pin_tries)
+                        return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries for this unlock (pin_tries = %u): "
+                                            "use the recovery passphrase.", config->pin_tries);
                 return r;
+        }
+        if (r == -TG_ERR_LOCKOUT && token.pin) {
+                /*
+                 * The TPM's "lockout" answer, or an unaudited read after a wrong PIN, sends the user to the
+                 * recovery passphrase: only when the audited read agrees. A forged one (the interposer's
+                 * answer to a wrong PIN's Unseal) asks for the PIN once more, which counts.
+                 */
+                tg_vcache_da_drop(config);
+                tg_handle_release(&object);
+                tg_handle_release(&policy);
+                tg_verified_tpm_free(TAKE_PTR(v));
+                k = da_read_audited(config, &da);
+                if (k == -TG_ERR_INTERPOSER)
+                        return k;
+                if (k < 0 || da.max_failures == 0 ||
+                    tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0 ||
+                    !wrong || ++*wrong >= config->pin_tries)
+                        return r;
+                return log_warning_rc(-TG_ERR_PIN_RETRY, "The TPM's answer said it is in dictionary-attack lockout; "
+                                      "read over the verified session it is not, and %u tries remain: the answer was "
+                                      "altered on the TPM bus. Type the PIN again (this counts as one of the PIN "
+                                      "tries); if this repeats, suspect the TPM bus and run 'tpmguard doctor'.",
+                                      da.max_failures - da.failures);
         }
         if (r < 0) {
                 /* Lockout, or anything else the DA state may have to do with: read it live next time. */

@@ -26,7 +26,7 @@ typedef struct tg_tcti {
         size_t last_response_size;          /* bytes the transport wrote there (never more than that buffer holds) */
         bool unseal_retry;                  /* the last command was an Unseal answered "retry" */
         unsigned unseal_resends;            /* resends of that Unseal sent so far */
-        bool unseal_resend_refused;         /* ESAPI's resend of that Unseal was not sent */
+        bool unseal_resend_refused;         /* a "retry" after that resend reached ESAPI as not to be resent */
 } tg_tcti;
 
 static uint32_t be32(const uint8_t *p) {
@@ -114,29 +114,42 @@ static TSS2_RC wrap_transmit(TSS2_TCTI_CONTEXT *tcti, size_t size, const uint8_t
         tg_tcti *t = (tg_tcti *) tcti;
         uint32_t cc = size >= TPM_HEADER_SIZE ? be32(command + 6) : 0;
 
-        /*
-         * Threat: an interposer forwards the PIN-bearing Unseal, lets the TPM check it (a wrong PIN
-         * costs a dictionary-attack try), and answers "retry" (an error response: no HMAC). ESAPI
-         * sends the same bytes again, with the same nonce and HMAC, which the TPM checks again: up to
-         * five tries for one PIN typed, reported as a TPM not ready. A genuine TPM does answer
-         * "retry" to the first dictionary-attack-protected authorization after its Startup, once,
-         * before it has executed anything (it first records in NV that it is no longer in an
-         * orderly state: swtpm does so for every first PIN Unseal here). So one resend is sent, and
-         * a second is not; the caller asks tg_tcti_unseal_resend_refused() and says so.
-         */
-        if (cc == TPM2_CC_Unseal && t->unseal_retry) {
-                t->unseal_retry = false;
-                if (t->unseal_resends >= TG_UNSEAL_RESENDS) {
-                        t->unseal_resend_refused = true;
-                        return TSS2_TCTI_RC_GENERAL_FAILURE;
-                }
+        /* ESAPI's resend of an Unseal answered "retry" (counted: wrap_receive() allows one). */
+        if (cc == TPM2_CC_Unseal && t->unseal_retry)
                 t->unseal_resends++;
-        } else
+        else
                 t->unseal_resends = 0;
         t->unseal_retry = false;
         t->last_cc = cc;
         t->last_tag = size >= TPM_HEADER_SIZE ? (uint16_t) (command[0] << 8 | command[1]) : 0;
         return Tss2_Tcti_Transmit(t->inner, size, command);
+}
+
+/*
+ * Threat: an interposer forwards the PIN-bearing Unseal, lets the TPM check it (a wrong PIN costs a
+ * dictionary-attack try), and answers "retry" (an error response: no HMAC). ESAPI sends the same
+ * bytes again, with the same nonce and HMAC, which the TPM checks again: up to five tries for one
+ * PIN typed, reported as a TPM not ready. A genuine TPM does answer "retry" to the first
+ * dictionary-attack-protected authorization after its Startup, once, before it has executed
+ * anything (it first records in NV that it is no longer in an orderly state: swtpm does so for
+ * every first PIN Unseal here; the Linux kernel resends such answers itself before they reach us).
+ * So ESAPI may resend once; a "retry" after that is handed to ESAPI as TPM_RC_NV_UNAVAILABLE, which
+ * it does not resend (the code is unauthenticated either way, so nothing is lost by the rewrite),
+ * with the flag set that the caller reads (tg_tcti_unseal_resend_refused()): ESAPI stays usable for
+ * the check that follows (was the Unseal executed?, tokens/seal.c).
+ */
+static void unseal_retry_budget(tg_tcti *t, uint8_t *response) {
+        if (t->last_cc != TPM2_CC_Unseal || !rc_asks_resend(be32(response + 6)))
+                return;
+        if (t->unseal_resends < TG_UNSEAL_RESENDS) {
+                t->unseal_retry = true;
+                return;
+        }
+        t->unseal_resend_refused = true;
+        response[6] = (uint8_t) (TPM2_RC_NV_UNAVAILABLE >> 24);
+        response[7] = (uint8_t) (TPM2_RC_NV_UNAVAILABLE >> 16);
+        response[8] = (uint8_t) (TPM2_RC_NV_UNAVAILABLE >> 8);
+        response[9] = (uint8_t) TPM2_RC_NV_UNAVAILABLE;
 }
 
 static TSS2_RC wrap_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *response, int32_t timeout) {
@@ -171,7 +184,7 @@ static TSS2_RC wrap_receive(TSS2_TCTI_CONTEXT *tcti, size_t *size, uint8_t *resp
                 explicit_bzero(response, *size);
                 return TSS2_TCTI_RC_MALFORMED_RESPONSE;
         }
-        t->unseal_retry = t->last_cc == TPM2_CC_Unseal && rc_asks_resend(be32(response + 6));
+        unseal_retry_budget(t, response);
         return TSS2_RC_SUCCESS;
 }
 

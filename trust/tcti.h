@@ -33,10 +33,10 @@
 int tg_tcti_wrap(TSS2_TCTI_CONTEXT *inner, TSS2_TCTI_CONTEXT **ret);
 void tg_tcti_free(TSS2_TCTI_CONTEXT *tcti);
 /*
- * Whether an Unseal answered "retry" (TPM_RC_RETRY, YIELDED, TESTING) again after its one resend had
- * the next resend refused since the last call (which clears it): the Unseal then fails with
- * TSS2_TCTI_RC_GENERAL_FAILURE, and the caller names the cause (trust/tcti.c: one PIN typed, at most
- * two Unseals sent). False for another TCTI.
+ * Whether an Unseal answered "retry" (TPM_RC_RETRY, YIELDED, TESTING) again after its one resend
+ * since the last call (which clears it): that answer reached ESAPI as TPM_RC_NV_UNAVAILABLE, which it
+ * does not resend, and the caller names the cause (trust/tcti.c: one PIN typed, at most two Unseals
+ * sent from here). False for another TCTI.
  */
 bool tg_tcti_unseal_resend_refused(TSS2_TCTI_CONTEXT *tcti);
 /* Wipes the whole last response buffer of tcti (no-op for a TCTI that is not a tg_tcti_wrap one). */

@@ -254,6 +254,27 @@ int tg_tpm_get_properties(ESYS_CONTEXT *esys, TPM2_PT first, UINT32 count, TPMS_
         return 0;
 }
 
+/* FlushContext(handle) in a fresh SYS context on esys's transport, past ESAPI's state. */
+static TSS2_RC sys_flush(ESYS_CONTEXT *esys, TPM2_HANDLE handle) {
+        TSS2_ABI_VERSION abi = TSS2_ABI_VERSION_CURRENT;
+        TSS2_TCTI_CONTEXT *tcti = NULL;
+        _cleanup_free_ TSS2_SYS_CONTEXT *sys = NULL;
+        size_t size = Tss2_Sys_GetContextSize(0);
+        TSS2_RC rc;
+
+        if (Esys_GetTcti(esys, &tcti) != TSS2_RC_SUCCESS || !tcti)
+                return TSS2_ESYS_RC_BAD_REFERENCE;
+        sys = calloc(1, size);
+        if (!sys)
+                return TSS2_ESYS_RC_MEMORY;
+        rc = Tss2_Sys_Initialize(sys, size, tcti, &abi);
+        if (rc != TSS2_RC_SUCCESS)
+                return rc;
+        rc = Tss2_Sys_FlushContext(sys, handle);
+        Tss2_Sys_Finalize(sys);
+        return rc;
+}
+
 void tg_handle_release(tg_handle *h) {
         if (!h->esys || h->tr == ESYS_TR_NONE)
                 return;
@@ -262,18 +283,18 @@ void tg_handle_release(tg_handle *h) {
         else {
                 TSS2_RC rc = Esys_FlushContext(h->esys, h->tr);
                 TPM2_HANDLE handle;
-                TSS2_SYS_CONTEXT *sys = NULL;
 
                 /*
                  * ESAPI refuses every command after a response that failed its HMAC or framing
                  * (BAD_SEQUENCE): without a resource manager to flush at close, the object or session
                  * would stay in the TPM's few slots, and the next run (a retry of the unlock) would
                  * fail with "memory full", a mundane message after an attack. Flushed through the
-                 * SYS layer underneath, by the TPM handle ESAPI knows (no command of ESAPI's).
+                 * SYS layer, by the TPM handle ESAPI knows (no command of ESAPI's), in a SYS context of
+                 * its own on the same transport: ESAPI's may be stuck mid-command too (a response our
+                 * framing check refused never completed there).
                  */
                 if (rc == TSS2_ESYS_RC_BAD_SEQUENCE && Esys_TR_GetTpmHandle(h->esys, h->tr, &handle) == TSS2_RC_SUCCESS &&
-                    Esys_GetSysContext(h->esys, &sys) == TSS2_RC_SUCCESS && sys &&
-                    Tss2_Sys_FlushContext(sys, handle) == TSS2_RC_SUCCESS) {
+                    sys_flush(h->esys, handle) == TSS2_RC_SUCCESS) {
                         log_debug("Flushed 0x%08x past ESAPI, which refuses commands after a refused response.", handle);
                         (void) Esys_TR_Close(h->esys, &h->tr);
                 } else if (rc != TSS2_RC_SUCCESS) {

@@ -24,7 +24,9 @@
 #     audited read, an alarm with no PIN prompt, never the lockout's words;
 #   - the Unseal's answer replaced by an error (forge-rc: policy failed,
 #     lockout, wrong PIN, PCR changed) after the TPM unsealed: the alarm;
-#     answered "retry" (drop): sent once more, not a third time.
+#     answered "retry" (drop): sent once more, not a third time, and an
+#     alarm when the TPM had unsealed; a forged "lockout" after a wrong PIN
+#     is checked over the verified session and the PIN asked again.
 # shellcheck source=tests/integration/lib.sh
 . "$(dirname "$0")/lib.sh"
 require_tools swtpm swtpm_setup tpm2_getcap tpm2_pcrread cryptsetup unshare python3
@@ -340,6 +342,31 @@ forged_retry_costs_one_try() {
         after=$(da_counter)
         [ "$((after - before))" -le 2 ] || { echo "# one wrong PIN cost $((after - before)) DA tries" >&2; return 1; }
         tty_has "It was not sent a third time"
+        # The right PIN, every Unseal answered "retry": the TPM unsealed at the first and ended the
+        # session, which the check after the second "retry" finds gone: the alarm, not "type it again".
+        interposer_start --mode drop --drop Unseal
+        pty_open 3 1234 1234 1234
+        interposer_stop
+        [ "$RC" != 0 ] || { echo "# unlocked through forged retries" >&2; return 1; }
+        [ "$PROMPTS" = 1 ] || { echo "# $PROMPTS PIN prompts (the alarm must end it)" >&2; return 1; }
+        tty_has "Interposer suspected"
+        recovery_opens "$WORK/disk.img"
+}
+
+# A wrong PIN's Unseal answered "lockout" by the interposer (the TPM is not in lockout): the
+# audited read says otherwise, so the PIN is asked again, never "use the recovery passphrase".
+test_case forged_lockout_after_wrong_pin_asks_again
+forged_lockout_after_wrong_pin_asks_again() {
+        setup_enrolled
+        expect_exit 0 "$TPMGUARD" verify --record
+        interposer_start --mode forge-rc --forge-rc Unseal:1:0x921
+        pty_open 3 9999 1234
+        interposer_stop
+        attacked forge-rc
+        [ "$RC" = 0 ] || { echo "# the right PIN after a forged lockout did not unlock" >&2; return 1; }
+        [ "$PROMPTS" = 2 ] || { echo "# $PROMPTS PIN prompts" >&2; return 1; }
+        tty_has "read over the verified session it is not"
+        tty_lacks "Use the recovery passphrase"
         recovery_opens "$WORK/disk.img"
 }
 
