@@ -90,6 +90,7 @@ const char *tg_anchor_detects(tg_anchor_kind k) {
 /* The sleep this boot's anchor announces, if any ("sleep" in the file). */
 typedef struct anchor_sleep {
         bool announced;
+        bool refused;           /* the sleep hook's "post" refused this resume */
         tg_sleep_kind kind;
         uint32_t pcr_mask;
         TPM2B_DIGEST pcr_digest;
@@ -119,7 +120,8 @@ static int anchor_write(const char *path, const char *boot_id, const TPM2B_NAME 
                 if (tg_hex_encode(sleep->pcr_digest.buffer, sleep->pcr_digest.size, &digest_hex) < 0 ||
                     json_object_object_add(so, "kind", json_object_new_string(tg_sleep_kind_to_string(sleep->kind))) < 0 ||
                     json_object_object_add(so, "pcr_mask", json_object_new_int64(sleep->pcr_mask)) < 0 ||
-                    json_object_object_add(so, "pcr_digest", json_object_new_string(digest_hex)) < 0)
+                    json_object_object_add(so, "pcr_digest", json_object_new_string(digest_hex)) < 0 ||
+                    (sleep->refused && json_object_object_add(so, "refused", json_object_new_boolean(true)) < 0))
                         return -TG_ERR_NOMEM;
         }
         text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
@@ -166,6 +168,11 @@ static int sleep_read(json_object *o, anchor_sleep *ret) {
                 return -TG_ERR_INVALID;
         memcpy(ret->pcr_digest.buffer, digest, size);
         ret->pcr_digest.size = (UINT16) size;
+        if (json_object_object_get_ex(so, "refused", &v)) {
+                if (!json_object_is_type(v, json_type_boolean) || !json_object_get_boolean(v))
+                        return -TG_ERR_INVALID;
+                ret->refused = true;
+        }
         ret->announced = true;
         return 0;
 }
@@ -309,6 +316,15 @@ static int anchor_dir_path(const char *dir, char boot_id[SD_ID128_STRING_MAX], c
         return tg_asprintf(ret_path, "%s/%s", dir, ANCHOR_FILE);
 }
 
+/* After the sleep hook refused the resume (tg_anchor_resume()): the alarm, naming that refusal. */
+static int sleep_refused(const anchor *a, const char *path) {
+        return log_alert_rc(-TG_ERR_INTERPOSER,
+                            "tpmguard's sleep hook refused the resume from the %s (boot anchor %s): the TPM's PCRs "
+                            "were not the ones it had before the sleep; its message, in 'journalctl -b -t tpmguard', "
+                            "says the likely cause. The TPM will not be used until the next boot.",
+                            tg_sleep_kind_to_string(a->sleep.kind), path);
+}
+
 int tg_anchor_check(const char *dir, const TPM2B_NAME *null_name, uint32_t reset_count, uint32_t restart_count,
                     bool accept_resume, tg_anchor_state *ret_state) {
         _cleanup_free_ char *path = NULL;
@@ -336,6 +352,8 @@ int tg_anchor_check(const char *dir, const TPM2B_NAME *null_name, uint32_t reset
                         *ret_state = TG_ANCHOR_MATCHED;
                         return 0;
                 }
+                if (a.sleep.announced && a.sleep.refused)
+                        return sleep_refused(&a, path);
                 if (sleep_explains(&a, null_name, reset_count, restart_count)) {
                         /* Only the sleep hook's "post" accepts it, and re-anchors after its PCR check
                          * (tg_anchor_resume); everyone else waits for that. */
@@ -441,6 +459,8 @@ int tg_anchor_resume(const char *dir, const TPM2B_NAME *null_name, uint32_t rese
                 *ret_reanchored = false;
                 return 0; /* nothing announced, nothing moved: a post without its pre */
         }
+        if (a.sleep.refused)
+                return sleep_refused(&a, path);
         if (moved) {
                 if (!sleep_explains(&a, null_name, reset_count, restart_count))
                         return counters_moved(&a, path, reset_count, restart_count);
@@ -448,12 +468,13 @@ int tg_anchor_resume(const char *dir, const TPM2B_NAME *null_name, uint32_t rese
                     (pcr_digest->size != a.sleep.pcr_digest.size ||
                      memcmp(pcr_digest->buffer, a.sleep.pcr_digest.buffer, pcr_digest->size) != 0)) {
                         /*
-                         * The announcement is withdrawn (the anchor kept as it was): verifications after
-                         * this refusal meet moved counters that no sleep explains, the alarm, not the
-                         * "try again" of a resume still to be confirmed. Best effort: if the write fails,
-                         * they keep refusing with that message.
+                         * The refusal is recorded with the announcement (the anchor kept as it was):
+                         * verifications after it meet the alarm that names it, not the "try again" of a
+                         * resume still to be confirmed, nor "no sleep announced". Best effort: if the
+                         * write fails, they keep refusing with that message.
                          */
-                        (void) anchor_write(path, boot_id, &a.null_name, a.reset_count, a.restart_count, NULL);
+                        a.sleep.refused = true;
+                        (void) anchor_write(path, boot_id, &a.null_name, a.reset_count, a.restart_count, &a.sleep);
                         if (a.sleep.kind == TG_SLEEP_HYBRID)
                                 return log_alert_rc(-TG_ERR_INTERPOSER,
                                                     "The TPM's PCRs after the hybrid-sleep are not the ones it had "

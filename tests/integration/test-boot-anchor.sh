@@ -209,7 +209,9 @@ restart_during_announced_suspend_refused() {
         expect_in "has not yet checked the PCRs" "$ERR"
         expect_exit 3 sleep_hook post suspend
         expect_in "PCRs are not the ones" "$ERR"
+        # After the hook's refusal: the alarm that names it, not "try again", not "no sleep announced".
         expect_exit 3 "$TPMGUARD" verify
+        expect_in "sleep hook refused the resume from the suspend" "$ERR"
         # A suspend does not explain a reset either.
         expect_exit 0 "$FIXTURE" reset "$WORK/tpm"
         boot_extend
