@@ -360,6 +360,19 @@ static int da_read_audited(const tg_config *config, tg_da_state *ret) {
 }
 
 /*
+ * da_read_audited() once this call's own connection, and what it loaded, are gone: the audited read
+ * opens one of its own, and a TPM reached without a resource manager (swtpm's socket, /dev/tpmN)
+ * serves one connection at a time.
+ */
+static int da_reread_audited(const tg_config *config, tg_verified_tpm **v, tg_handle *object, tg_handle *policy,
+                             tg_da_state *ret) {
+        tg_handle_release(object);
+        tg_handle_release(policy);
+        tg_verified_tpm_free(TAKE_PTR(*v));
+        return da_read_audited(config, ret);
+}
+
+/*
  * The PIN-less call (issue 33): pin_can_work()'s checks, and with them all of the unseal that needs
  * no PIN value, on a one-shot verified TPM, kept in attempts->prepared for the call with the PIN,
  * which then sends only the Unseal (and the object's flush). What the user waits for after typing
@@ -563,12 +576,8 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                         da_known = tg_da_read(tg_vtpm_esys(v), ESYS_TR_NONE, &da) >= 0 && da.max_failures > 0;
                         if (da_known && tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures,
                                                             config->pin_da_reserve) == 0) {
-                                /* A refusal only from an audited read (da_read_audited()), over a connection of
-                                 * its own: this one, and what it prepared, go first. */
-                                tg_handle_release(&object);
-                                tg_handle_release(&policy);
-                                tg_verified_tpm_free(TAKE_PTR(v));
-                                r = da_read_audited(config, &da);
+                                /* A refusal only from an audited read (da_reread_audited()). */
+                                r = da_reread_audited(config, &v, &object, &policy, &da);
                                 if (r == -TG_ERR_INTERPOSER)
                                         return r;
                                 if (r >= 0 && da.max_failures > 0 &&
@@ -619,10 +628,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                                                         config->pin_da_reserve);
                         /* "No tries left" ends the unlock: only from an audited read (da_read_audited()). */
                         if (spendable == 0) {
-                                tg_handle_release(&object);
-                                tg_handle_release(&policy);
-                                tg_verified_tpm_free(TAKE_PTR(v));
-                                k = da_read_audited(config, &da);
+                                k = da_reread_audited(config, &v, &object, &policy, &da);
                                 if (k == -TG_ERR_INTERPOSER)
                                         return k;
                                 if (k >= 0)
@@ -661,10 +667,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                  * answer to a wrong PIN's Unseal) asks for the PIN once more, which counts.
                  */
                 tg_vcache_da_drop(config);
-                tg_handle_release(&object);
-                tg_handle_release(&policy);
-                tg_verified_tpm_free(TAKE_PTR(v));
-                k = da_read_audited(config, &da);
+                k = da_reread_audited(config, &v, &object, &policy, &da);
                 if (k == -TG_ERR_INTERPOSER)
                         return k;
                 if (k < 0 || da.max_failures == 0 ||
