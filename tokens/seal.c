@@ -665,6 +665,14 @@ static void parent_done(tg_verified_tpm *v, tg_handle *parent) {
         tg_handle_release(parent);
 }
 
+/* A refusal that names a handle or session the TPM does not hold (TPM_RC_REFERENCE_*, TPM_RC_HANDLE). */
+static bool unseal_rc_not_loaded(TSS2_RC rc) {
+        TSS2_RC base = tg_tpm_rc_base(rc);
+
+        return base == TPM2_RC_HANDLE || (base >= TPM2_RC_REFERENCE_H0 && base <= TPM2_RC_REFERENCE_H6) ||
+               (base >= TPM2_RC_REFERENCE_S0 && base <= TPM2_RC_REFERENCE_S6);
+}
+
 /*
  * What an Unseal's refusal means, before it is believed. An error response carries no HMAC: an
  * interposer can forward the Unseal, let the TPM release the secret for the right PIN, and answer
@@ -679,14 +687,6 @@ static void parent_done(tg_verified_tpm *v, tg_handle *parent) {
  *    the forgery; so is a POLICY_FAIL while the session's policyDigest is the token's policy.
  * One command more, on the refusal path only.
  */
-/* A refusal that names a handle or session the TPM does not hold (TPM_RC_REFERENCE_*, TPM_RC_HANDLE). */
-static bool unseal_rc_not_loaded(TSS2_RC rc) {
-        TSS2_RC base = tg_tpm_rc_base(rc);
-
-        return base == TPM2_RC_HANDLE || (base >= TPM2_RC_REFERENCE_H0 && base <= TPM2_RC_REFERENCE_H6) ||
-               (base >= TPM2_RC_REFERENCE_S0 && base <= TPM2_RC_REFERENCE_S6);
-}
-
 static int unseal_refusal_check(tg_verified_tpm *v, const tg_token *token, ESYS_TR policy, TSS2_RC rc) {
         ESYS_CONTEXT *esys = tg_vtpm_esys(v);
         _cleanup_free_ TPM2B_DIGEST *digest = NULL;
@@ -774,26 +774,16 @@ static int unseal_object(tg_verified_tpm *v, const tg_token *token, const tg_sec
                 log_debug("TPM_RC_PCR_CHANGED on Unseal (attempt %u of %u): running the policy again.", attempt,
                           TG_PCR_RACE_TRIES);
                 rc = Esys_PolicyRestart(esys, policy->tr, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE);
-                if (rc != TSS2_RC_SUCCESS && (rc & TSS2_RC_LAYER_MASK) == TSS2_TPM_RC_LAYER) {
-                        /* The session gone: the "PCR changed" answer was forged after a successful Unseal. */
-                        r = log_alert_rc(-TG_ERR_INTERPOSER,
-                                         "The TPM answered the Unseal with \"PCR changed\", but then no longer "
-                                         "held its policy session (%s), which it ends only when the Unseal "
-                                         "succeeds: the answer was forged on the TPM bus. Interposer suspected; no "
-                                         "secret was received. Use the recovery passphrase and run 'tpmguard doctor'.",
-                                         Tss2_RC_Decode(rc));
-                        goto wipe_auth;
-                }
-                if (rc != TSS2_RC_SUCCESS) {
-                        r = tg_tpm_rc(rc, "PolicyRestart");
-                        goto wipe_auth;
-                }
-                r = policy_run(v, token, policy->tr);
-                if (r < 0) {
-                        /* A PolicyRestart's success is unauthenticated too: was the Unseal executed? */
+                r = rc == TSS2_RC_SUCCESS ? policy_run(v, token, policy->tr) : 0;
+                if (rc != TSS2_RC_SUCCESS || r < 0) {
+                        /*
+                         * The "PCR changed" answer is unauthenticated, and so are PolicyRestart's and the
+                         * policy commands' answers: was the Unseal executed after all (the session gone)?
+                         * Asked before PolicyRestart's own error is named.
+                         */
                         int k = unseal_refusal_check(v, token, policy->tr, TSS2_TPM_RC_LAYER | TPM2_RC_PCR_CHANGED);
 
-                        r = k == -TG_ERR_INTERPOSER ? k : r;
+                        r = k == -TG_ERR_INTERPOSER ? k : rc != TSS2_RC_SUCCESS ? tg_tpm_rc(rc, "PolicyRestart") : r;
                         goto wipe_auth;
                 }
         }
