@@ -359,6 +359,12 @@ static int da_read_audited(const tg_config *config, tg_da_state *ret) {
         return 0;
 }
 
+/* The end of this unlock's PIN tries (pin_tries): the recovery passphrase next. */
+static int no_more_pin_tries(const tg_config *config) {
+        return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries for this unlock (pin_tries = %u): use the recovery "
+                            "passphrase.", config->pin_tries);
+}
+
 /*
  * da_read_audited() once this call's own connection, and what it loaded, are gone: the audited read
  * opens one of its own, and a TPM reached without a resource manager (swtpm's socket, /dev/tpmN)
@@ -639,8 +645,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                         (void) tg_vcache_da_store(config, &da);
                 }
                 if (!wrong || *wrong >= config->pin_tries)
-                        return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries for this unlock (pin_tries = %u): "
-                                            "use the recovery passphrase.", config->pin_tries);
+                        return no_more_pin_tries(config);
                 if (spendable == 0)
                         return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries: the TPM's remaining "
                                             "dictionary-attack tries are the %u kept in reserve "
@@ -656,8 +661,7 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                  * is read live next time, and it is one of this unlock's PIN tries. */
                 tg_vcache_da_drop(config);
                 if (!turn.stale_skipped && wrong && ++*wrong >= config->pin_tries)
-                        return log_error_rc(-TG_ERR_BAD_PIN, "No more PIN tries for this unlock (pin_tries = %u): "
-                                            "use the recovery passphrase.", config->pin_tries);
+                        return no_more_pin_tries(config);
                 return r;
         }
         if (r == -TG_ERR_LOCKOUT && token.pin) {
@@ -671,9 +675,11 @@ int tg_unlock_token_json(struct crypt_device *cd, const char *token_json, const 
                 if (k == -TG_ERR_INTERPOSER)
                         return k;
                 if (k < 0 || da.max_failures == 0 ||
-                    tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0 ||
-                    !wrong || ++*wrong >= config->pin_tries)
+                    tg_pin_da_spendable(da.in_lockout, da.failures, da.max_failures, config->pin_da_reserve) == 0)
                         return r;
+                /* Not in lockout after all: this unlock's own budget decides, never the forged words. */
+                if (!wrong || ++*wrong >= config->pin_tries)
+                        return no_more_pin_tries(config);
                 return log_warning_rc(-TG_ERR_PIN_RETRY, "The TPM's answer said it is in dictionary-attack lockout; "
                                       "read over the verified session it is not, and %u tries remain: the answer was "
                                       "altered on the TPM bus. Type the PIN again (this counts as one of the PIN "
