@@ -14,7 +14,7 @@
 /* "tgTCTI\0\1": tells our wrapper from any other TCTI context. */
 #define TG_TCTI_MAGIC UINT64_C(0x7467544354490001)
 #define TPM_HEADER_SIZE 10
-/* Resends of an Unseal answered "retry" (wrap_transmit()). */
+/* Resends of an Unseal answered "retry" that ESAPI may send (unseal_retry_budget()). */
 #define TG_UNSEAL_RESENDS 1U
 
 typedef struct tg_tcti {

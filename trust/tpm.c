@@ -111,11 +111,29 @@ void tg_tpm_free(tg_tpm *t) {
 
 /* FlushContext(handle) through the SAPI context under ESAPI's: ESAPI has no object for another
  * connection's handles. It still goes through our framing check (tcti.h). */
-static void flush_handle(tg_tpm *t, TPM2_HANDLE handle) {
-        TSS2_SYS_CONTEXT *sys = NULL;
+/* FlushContext(handle) in a fresh SYS context on esys's transport, past ESAPI's state. */
+static TSS2_RC sys_flush(ESYS_CONTEXT *esys, TPM2_HANDLE handle) {
+        TSS2_ABI_VERSION abi = TSS2_ABI_VERSION_CURRENT;
+        TSS2_TCTI_CONTEXT *tcti = NULL;
+        _cleanup_free_ TSS2_SYS_CONTEXT *sys = NULL;
+        size_t size = Tss2_Sys_GetContextSize(0);
+        TSS2_RC rc;
 
-        if (Esys_GetSysContext(t->esys, &sys) != TSS2_RC_SUCCESS || !sys ||
-            Tss2_Sys_FlushContext(sys, handle) != TSS2_RC_SUCCESS)
+        if (Esys_GetTcti(esys, &tcti) != TSS2_RC_SUCCESS || !tcti)
+                return TSS2_ESYS_RC_BAD_REFERENCE;
+        sys = calloc(1, size);
+        if (!sys)
+                return TSS2_ESYS_RC_MEMORY;
+        rc = Tss2_Sys_Initialize(sys, size, tcti, &abi);
+        if (rc != TSS2_RC_SUCCESS)
+                return rc;
+        rc = Tss2_Sys_FlushContext(sys, handle);
+        Tss2_Sys_Finalize(sys);
+        return rc;
+}
+
+static void flush_handle(tg_tpm *t, TPM2_HANDLE handle) {
+        if (sys_flush(t->esys, handle) != TSS2_RC_SUCCESS)
                 log_debug("FlushContext(0x%08x) failed.", handle);
 }
 
@@ -252,27 +270,6 @@ int tg_tpm_get_properties(ESYS_CONTEXT *esys, TPM2_PT first, UINT32 count, TPMS_
         }
         *ret = cap;
         return 0;
-}
-
-/* FlushContext(handle) in a fresh SYS context on esys's transport, past ESAPI's state. */
-static TSS2_RC sys_flush(ESYS_CONTEXT *esys, TPM2_HANDLE handle) {
-        TSS2_ABI_VERSION abi = TSS2_ABI_VERSION_CURRENT;
-        TSS2_TCTI_CONTEXT *tcti = NULL;
-        _cleanup_free_ TSS2_SYS_CONTEXT *sys = NULL;
-        size_t size = Tss2_Sys_GetContextSize(0);
-        TSS2_RC rc;
-
-        if (Esys_GetTcti(esys, &tcti) != TSS2_RC_SUCCESS || !tcti)
-                return TSS2_ESYS_RC_BAD_REFERENCE;
-        sys = calloc(1, size);
-        if (!sys)
-                return TSS2_ESYS_RC_MEMORY;
-        rc = Tss2_Sys_Initialize(sys, size, tcti, &abi);
-        if (rc != TSS2_RC_SUCCESS)
-                return rc;
-        rc = Tss2_Sys_FlushContext(sys, handle);
-        Tss2_Sys_Finalize(sys);
-        return rc;
 }
 
 void tg_handle_release(tg_handle *h) {
