@@ -35,11 +35,7 @@ static const struct {
         [TG_SB_DBX] = { "dbx", &tg_efi_image_security_database_guid },
 };
 
-/*
- * The Secure Boot configuration events of PCR 7 (EV_EFI_VARIABLE_DRIVER_CONFIG), in bank. An
- * event present twice (which no firmware writes) is recorded as absent: both records then lack
- * it, and compare() refuses a PCR 7 change it cannot explain rather than pick one.
- */
+/* The log's index of bank (of size bytes), or log->n_banks when it has none. */
 static unsigned log_bank(const tg_eventlog *log, uint16_t bank, size_t size) {
         unsigned b;
 
@@ -49,6 +45,18 @@ static unsigned log_bank(const tg_eventlog *log, uint16_t bank, size_t size) {
         return b;
 }
 
+/* Whether e is PCR 7's configuration event of the Secure Boot variable s; its parsed data in *ret. */
+static bool sb_variable_event(const tg_event *e, unsigned s, tg_efi_variable *ret) {
+        return e->pcr == 7 && e->type == TG_EV_EFI_VARIABLE_DRIVER_CONFIG &&
+               tg_efi_variable_parse(e->data, e->data_size, ret) >= 0 &&
+               tg_efi_guid_equal(&ret->guid, sb_variables[s].guid) && strcmp(ret->name, sb_variables[s].name) == 0;
+}
+
+/*
+ * The Secure Boot configuration events of PCR 7 (EV_EFI_VARIABLE_DRIVER_CONFIG), in bank. An
+ * event present twice (which no firmware writes) is recorded as absent: both records then lack
+ * it, and compare() refuses a PCR 7 change it cannot explain rather than pick one.
+ */
 static void sb_events(const tg_eventlog *log, uint16_t bank, tg_update_record *r) {
         unsigned b = log_bank(log, bank, r->values.value_size);
 
@@ -62,9 +70,7 @@ static void sb_events(const tg_eventlog *log, uint16_t bank, tg_update_record *r
                         const tg_event *e = &log->events[i];
                         tg_efi_variable v;
 
-                        if (e->pcr != 7 || e->type != TG_EV_EFI_VARIABLE_DRIVER_CONFIG ||
-                            tg_efi_variable_parse(e->data, e->data_size, &v) < 0 ||
-                            !tg_efi_guid_equal(&v.guid, sb_variables[s].guid) || strcmp(v.name, sb_variables[s].name) != 0)
+                        if (!sb_variable_event(e, s, &v))
                                 continue;
                         if (++found > 1)
                                 break;
@@ -205,9 +211,7 @@ static int pcr7_events(const tg_eventlog *log, uint16_t bank, tg_update_record *
                         continue;
                 u->type = e->type;
                 memcpy(u->digest, e->digest[b], r->values.value_size);
-                u->dbx = e->type == TG_EV_EFI_VARIABLE_DRIVER_CONFIG &&
-                         tg_efi_variable_parse(e->data, e->data_size, &v) >= 0 &&
-                         tg_efi_guid_equal(&v.guid, &tg_efi_image_security_database_guid) && strcmp(v.name, "dbx") == 0;
+                u->dbx = sb_variable_event(e, TG_SB_DBX, &v);
                 u->what = event_what(e);
                 if (!u->what)
                         return -TG_ERR_NOMEM;
